@@ -456,7 +456,7 @@ static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t 
         w->wc->float_state_bytes += f->chunk.cap - before;
         /* the label times: at the series' first sample and its first of each granule */
         if ((!f->has_last || !ps_ltimes_same_granule(f->last_t * 1000000, t * 1000000)) &&
-            (ret = ps_ltimes_note(txn, fa->labels, t * 1000000, &w->ltimes_key, err)) != 0)
+            (ret = ps_ltimes_note(txn, fa->labels, t * 1000000, &w->ltimes_key, &w->lt_memo, err)) != 0)
             return ret;
         if (f->app.n == 1)
             f->head_min_t = t;

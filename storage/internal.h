@@ -103,6 +103,11 @@ typedef struct ps_series_state {
 typedef struct ps_wcache {
     ps_hmap_t sym_cache[SYM_KINDS]; /* per kind: content -> id (hashed as the index: ps_hash64(content, n,
                                      * kind)); a map per kind, so a look-up needs no key of kind + content */
+    ps_hmap_t sym_words[3];         /* functions [0] and locations [1] by their ids as words (write.c,
+                                     * fn_words/loc_words), not by content: a hit needs neither the
+                                     * varint encoding nor its hash. Such a symbol is in these only; a
+                                     * symbol whose ids do not fit is in sym_cache. [2]: a sample's
+                                     * label list as words (lset_words) -> its label set's id */
     ps_hmap_t tree_cache;   /* parent(8) item(8) -> node */
     ps_hmap_t stack_cache;  /* item ids of a whole stack -> node */
     ps_hmap_t series_cache; /* label encoding -> sid */
@@ -189,6 +194,18 @@ typedef struct ps_pending {
     size_t cap, count;
 } ps_pending_t;
 
+/* The label times records the writer noted or read lately (ltimes.c): a note whose time a record
+ * already holds changes nothing, and then asks LMDB nothing. Records only widen but where a series
+ * is deleted (retention, which drops the caches after): dropped with the caches (ps_sym_caches_clear),
+ * so with every transaction that failed; past PS_LT_MEMO_MAX records it starts again from empty. */
+typedef struct ps_lt_memo {
+    ps_hmap_t map[3];    /* DB_LTIMES keys, DB_PTIMES keys, DB_PTIMES type records (prefix and type)
+                          * -> index in times */
+    int64_t (*times)[2]; /* a record's first and last as last seen */
+    size_t n, cap;
+    bool on;             /* the maps are made */
+} ps_lt_memo_t;
+#define PS_LT_MEMO_MAX 65536
 /* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,
  * retention, ps_store_forward_advance), which no reader sees. */
 struct ps_store_writer {
@@ -206,9 +223,11 @@ struct ps_store_writer {
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
-    ps_buf_t append_bufs[6]; /* write.c: a profile's encodings, kept for the next (growing them anew
-                              * was ten reallocs a profile); one of more than 1 MiB is let go */
+    ps_buf_t append_bufs[7]; /* a profile's encodings (write.c), a series' labels and record
+                              * (series.c), kept for the next (growing them anew was ten reallocs a
+                              * profile); one of more than 1 MiB is let go: ps_wbuf_take/give */
     ps_buf_t ltimes_key;    /* scratch: ps_ltimes_note's keys */
+    ps_lt_memo_t lt_memo;   /* ps_ltimes_note's records seen lately */
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
     bool defer_sync;        /* ps_store_writer_defer_sync */
     bool rollfill_done;     /* rollup.c: the backfill was found done (DB_INFO "rollfill" 00) */
@@ -258,6 +277,25 @@ static inline MDB_val ps_mval(const void *p, size_t n)
 /* env.c: the id counters as committed in txn's snapshot (all 1 in a new store) */
 int ps_store_next_read(ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err);
 
+/* The writer's buffer i (append_bufs), emptied; ps_wbuf_give hands it back */
+enum { BUF_SYMS, BUF_ENC, BUF_STACKS, BUF_REC, BUF_PREC, BUF_SERIES_ENC, BUF_SERIES_REC };
+static inline ps_buf_t ps_wbuf_take(ps_store_writer_t *w, int i)
+{
+    ps_buf_t b = w->append_bufs[i];
+    w->append_bufs[i] = (ps_buf_t)PS_BUF_INIT;
+    b.len = 0;
+    return b;
+}
+
+static inline void ps_wbuf_give(ps_store_writer_t *w, int i, ps_buf_t *b)
+{
+    if (b->cap > ((size_t)1 << 20) || w->append_bufs[i].data != NULL)
+        ps_buf_dispose(b);
+    else
+        w->append_bufs[i] = *b;
+    *b = (ps_buf_t)PS_BUF_INIT;
+}
+
 /* datafile.c: PS_ECORRUPT with the sizes if dir's data.mdb cannot be a whole store (before LMDB maps it) */
 int ps_store_check_file(const char *dir, ps_err_t *err);
 
@@ -281,6 +319,10 @@ static inline uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *c
 }
 int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
                     uint64_t *id, ps_err_t *err);
+/* ps_sym_intern_h without the kind's cache (neither asked nor filled): the id of the content in
+ * the index, made if it has none (write.c caches functions and locations by their ids instead) */
+int ps_sym_store(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
+                 uint64_t *id, ps_err_t *err);
 /* The content of symbol (kind, id) into *out: true, false if there is none (or txn failed). */
 bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out);
 int ps_tree_child(ps_store_writer_t *w, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);
@@ -518,9 +560,11 @@ bool ps_ltimes_same_granule(int64_t a, int64_t b);
 void ps_ltimes_rec_encode(int64_t first, int64_t last, ps_buf_t *out);
 /* a record's times: false when it is damaged (not 17 bytes of encoding 1, first > last) */
 bool ps_ltimes_rec_decode(const MDB_val *v, int64_t *first, int64_t *last);
-int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err);
+void ps_lt_memo_clear(ps_lt_memo_t *m);
+/* ls's pairs (and names) noted at ts in DB_LTIMES; key: scratch; memo: the writer's (NULL: none) */
+int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_lt_memo_t *memo, ps_err_t *err);
 /* the same note into the profile series' times (DB_PTIMES, schema 15): a profile series' data */
-int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err);
+int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_lt_memo_t *memo, ps_err_t *err);
 /* a series deleted: the record of its value key[0..n) (name nlen bytes) goes when no series has
  * that value any more, the name's with its last value */
 int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, uint64_t sid, ps_err_t *err);

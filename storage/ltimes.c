@@ -16,6 +16,8 @@
  * (8 BE): key prefix 0x00 hash, value 0x01 type (0x02: two types share the hash, whose records then
  * cannot tell them apart), and prefix name [0x00 value] -> times.
  */
+#include <stdlib.h>
+
 #include "chunk.h"
 #include "core/hash.h"
 #include "floats.h"
@@ -78,12 +80,63 @@ static int damaged(ps_err_t *err, const MDB_val *k)
                       (int)(k->mv_size - (size_t)(z - p) - 1), z + 1);
 }
 
-/* key's record takes ts: created, first lowered, or last moved to ts in a later granule (then 1;
- * 0: it had ts already) */
-static int note_key(ps_txn_t *txn, int db, const void *key, size_t n, int64_t ts, ps_err_t *err)
+void ps_lt_memo_clear(ps_lt_memo_t *m)
 {
+    if (!m->on)
+        return;
+    for (int i = 0; i < 3; i++)
+        ps_hmap_dispose(&m->map[i]);
+    free(m->times);
+    memset(m, 0, sizeof(*m));
+}
+
+/* memo's index of key (n bytes) in its map i (hash h), or UINT64_MAX; the maps made if need be */
+static uint64_t memo_get(ps_lt_memo_t *m, int i, const void *key, size_t n, uint64_t h)
+{
+    if (!m->on) {
+        for (int j = 0; j < 3; j++)
+            ps_hmap_init(&m->map[j]);
+        m->on = true;
+    }
+    uint64_t x;
+    return ps_hmap_get_h(&m->map[i], h, key, n, &x) ? x : UINT64_MAX;
+}
+
+/* key (at index x, UINT64_MAX: not in the memo) holds first and last now */
+static void memo_set(ps_lt_memo_t *m, int i, const void *key, size_t n, uint64_t h, uint64_t x, int64_t first,
+                     int64_t last)
+{
+    if (x == UINT64_MAX) {
+        if (m->n >= PS_LT_MEMO_MAX) {
+            ps_lt_memo_clear(m);
+            memo_get(m, i, key, n, h);
+        }
+        if (m->n == m->cap) {
+            m->cap = m->cap ? 2 * m->cap : 256;
+            m->times = ps_xrealloc(m->times, m->cap * sizeof(*m->times));
+        }
+        x = m->n++;
+        ps_hmap_put_h(&m->map[i], h, key, n, x);
+    }
+    m->times[x][0] = first;
+    m->times[x][1] = last;
+}
+
+/* key's record takes ts: created, first lowered, or last moved to ts in a later granule (then 1;
+ * 0: it had ts already). memo (or NULL): records seen lately; one that holds ts already is not read. */
+static int note_key(ps_txn_t *txn, int db, const void *key, size_t n, int64_t ts, ps_lt_memo_t *memo, ps_err_t *err)
+{
+    int mi = db == DB_PTIMES;
+    uint64_t h = 0, x = UINT64_MAX;
+    if (memo != NULL) {
+        h = ps_hash64(key, n, 0);
+        x = memo_get(memo, mi, key, n, h);
+        if (x != UINT64_MAX && ts >= memo->times[x][0] && granule_of(ts) <= granule_of(memo->times[x][1]))
+            return 0;
+    }
     MDB_val v;
     int64_t first = ts, last = ts;
+    int ret = 1;
     if (ps_txn_get(txn, db, key, n, &v, "reading label times")) {
         MDB_val k = ps_mval(key, n);
         int64_t f, l;
@@ -92,13 +145,19 @@ static int note_key(ps_txn_t *txn, int db, const void *key, size_t n, int64_t ts
         first = ts < f ? ts : f;
         last = granule_of(ts) > granule_of(l) ? ts : l;
         if (first == f && last == l)
-            return 0;
+            ret = 0;
     } else if (txn->ret) {
         return ps_txn_error(txn, err);
     }
-    uint8_t b[LT_REC_LEN];
-    rec_encode(b, first, last);
-    return ps_txn_put(txn, db, key, n, b, sizeof(b), 0, "writing label times") ? 1 : ps_txn_error(txn, err);
+    if (ret != 0) {
+        uint8_t b[LT_REC_LEN];
+        rec_encode(b, first, last);
+        if (!ps_txn_put(txn, db, key, n, b, sizeof(b), 0, "writing label times"))
+            return ps_txn_error(txn, err);
+    }
+    if (memo != NULL)
+        memo_set(memo, mi, key, n, h, x, first, last);
+    return ret;
 }
 
 /* pfx (plen bytes: none, or a profile type's) then the pair's postings key, into key */
@@ -112,15 +171,15 @@ static void pfx_key(ps_buf_t *key, const uint8_t *pfx, size_t plen, const ps_lab
 }
 
 static int note_in(ps_txn_t *txn, int db, const uint8_t *pfx, size_t plen, const ps_labels_t *ls, int64_t ts,
-                   ps_buf_t *key, ps_err_t *err)
+                   ps_buf_t *key, ps_lt_memo_t *memo, ps_err_t *err)
 {
     int ret = 0;
     for (uint32_t i = 0; i < ls->n && ret >= 0; i++) {
         const ps_label_pair_t *p = &ls->pairs[i];
         pfx_key(key, pfx, plen, p);
         /* the name's times hold its values': a value that had ts already leaves its name's as they are */
-        if ((ret = note_key(txn, db, key->data, key->len, ts, err)) > 0)
-            ret = note_key(txn, db, key->data, plen + p->nlen, ts, err);
+        if ((ret = note_key(txn, db, key->data, key->len, ts, memo, err)) > 0)
+            ret = note_key(txn, db, key->data, plen + p->nlen, ts, memo, err);
     }
     return ret < 0 ? ret : 0;
 }
@@ -136,8 +195,8 @@ static void type_prefix(const char *t, size_t tn, uint8_t p[PT_PFX_LEN])
     ps_enc_be64(p + 1, ps_hash64(t, tn, 0));
 }
 
-/* the type record of prefix p holds t (or says the hash is shared) */
-static int note_type(ps_txn_t *txn, const uint8_t p[PT_PFX_LEN], const char *t, size_t tn, ps_err_t *err)
+/* the type record of prefix p made to hold t (or to say the hash is shared) if it does not */
+static int type_record(ps_txn_t *txn, const uint8_t p[PT_PFX_LEN], const char *t, size_t tn, ps_err_t *err)
 {
     MDB_val v;
     uint8_t enc = PT_TYPE_ONE;
@@ -162,21 +221,40 @@ static int note_type(ps_txn_t *txn, const uint8_t p[PT_PFX_LEN], const char *t, 
     return ok ? 0 : ps_txn_error(txn, err);
 }
 
-int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
+/* the type record of prefix p holds t (or says the hash is shared). memo (or NULL): the records
+ * seen lately, under prefix and type (a type record does not change once it holds t) */
+static int note_type(ps_txn_t *txn, const uint8_t p[PT_PFX_LEN], const char *t, size_t tn, ps_lt_memo_t *memo,
+                     ps_err_t *err)
 {
-    return note_in(txn, DB_LTIMES, NULL, 0, ls, ts, key, err);
+    uint8_t mk[PT_PFX_LEN + 128];
+    if (memo == NULL || tn > sizeof(mk) - PT_PFX_LEN)
+        return type_record(txn, p, t, tn, err);
+    memcpy(mk, p, PT_PFX_LEN);
+    memcpy(mk + PT_PFX_LEN, t, tn);
+    uint64_t h = ps_hash64(mk, PT_PFX_LEN + tn, 0);
+    if (memo_get(memo, 2, mk, PT_PFX_LEN + tn, h) != UINT64_MAX)
+        return 0;
+    int ret = type_record(txn, p, t, tn, err);
+    if (ret == 0)
+        memo_set(memo, 2, mk, PT_PFX_LEN + tn, h, UINT64_MAX, 0, 0);
+    return ret;
 }
 
-int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
+int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_lt_memo_t *memo, ps_err_t *err)
 {
-    int ret = note_in(txn, DB_PTIMES, NULL, 0, ls, ts, key, err);
+    return note_in(txn, DB_LTIMES, NULL, 0, ls, ts, key, memo, err);
+}
+
+int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_lt_memo_t *memo, ps_err_t *err)
+{
+    int ret = note_in(txn, DB_PTIMES, NULL, 0, ls, ts, key, memo, err);
     const ps_label_pair_t *t = ps_labels_get(ls, "__name__");
     if (ret || t == NULL)
         return ret;
     uint8_t p[PT_PFX_LEN];
     type_prefix(t->value, t->vlen, p);
-    if ((ret = note_type(txn, p, t->value, t->vlen, err)) == 0)
-        ret = note_in(txn, DB_PTIMES, p, PT_PFX_LEN, ls, ts, key, err);
+    if ((ret = note_type(txn, p, t->value, t->vlen, memo, err)) == 0)
+        ret = note_in(txn, DB_PTIMES, p, PT_PFX_LEN, ls, ts, key, memo, err);
     return ret;
 }
 
@@ -348,10 +426,10 @@ static int build_in(ps_store_t *s, ps_txn_t *txn, int db, ps_err_t *err)
         bool any;
         if ((ret = series_span(s, txn, sid, rec.kind == PS_SERIES_FLOAT, &first, &last, &any, err)) != 0 || !any)
             continue;
-        int (*note)(ps_txn_t *, const ps_labels_t *, int64_t, ps_buf_t *, ps_err_t *) =
+        int (*note)(ps_txn_t *, const ps_labels_t *, int64_t, ps_buf_t *, ps_lt_memo_t *, ps_err_t *) =
             db == DB_PTIMES ? ps_ptimes_note : ps_ltimes_note;
-        if ((ret = note(txn, &ls, first, &key, err)) == 0)
-            ret = note(txn, &ls, last, &key, err);
+        if ((ret = note(txn, &ls, first, &key, NULL, err)) == 0)
+            ret = note(txn, &ls, last, &key, NULL, err);
     }
     ps_cur_close(&cur);
     ps_arena_dispose(&a);

@@ -113,19 +113,28 @@ int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
-    MDB_val v;
-    if (!ps_txn_get(txn, DB_SERIES, kb, 8, &v, "reading series record"))
+    /* read and written through one cursor: one search of the tree (the record keeps its size) */
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading series record"))
+        return ps_txn_error(txn, err);
+    if (!ps_cur_find(&cur, kb, 8)) {
+        ps_cur_close(&cur);
         return ps_txn_missing(txn, err, "reading series record");
+    }
     ps_series_rec_t old;
-    if (ps_series_rec_decode(v.mv_data, v.mv_size, &old) != 0 || old.kind != PS_SERIES_PROFILE)
+    if (ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &old) != 0 || old.kind != PS_SERIES_PROFILE) {
+        ps_cur_close(&cur);
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
-    /* copy the labels out before writing: v points into the map */
-    ps_buf_t b = PS_BUF_INIT;
+    }
+    /* copy the labels out before writing: they point into the map */
+    ps_buf_t b = ps_wbuf_take(w, BUF_SERIES_REC);
     ps_series_rec_t r = {PS_SERIES_PROFILE, st->last_ts, st->head_min_ts, st->last_chunk_max, st->head_count,
                          old.labels, old.labels_len};
     ps_series_rec_encode(&r, &b);
-    bool ok = ps_txn_put(txn, DB_SERIES, kb, 8, b.data, b.len, 0, "writing series record");
-    ps_buf_dispose(&b);
+    cur.what = "writing series record";
+    bool ok = ps_cur_put_current(&cur, kb, 8, b.data, b.len);
+    ps_cur_close(&cur);
+    ps_wbuf_give(w, BUF_SERIES_REC, &b);
     return ok ? 0 : ps_txn_error(txn, err);
 }
 
@@ -695,11 +704,11 @@ static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t 
     uint64_t nid = w->next.series++;
     uint8_t ib[8];
     ps_enc_be64(ib, nid);
-    ps_buf_t rec = PS_BUF_INIT;
+    ps_buf_t rec = ps_wbuf_take(w, BUF_SERIES_REC);
     ps_series_rec_t r = {(uint8_t)kind, INT64_MIN, INT64_MIN, INT64_MIN, 0, enc->data, enc->len};
     ps_series_rec_encode(&r, &rec);
     ps_txn_put(txn, DB_SERIES, ib, 8, rec.data, rec.len, MDB_APPEND, "writing series record");
-    ps_buf_dispose(&rec);
+    ps_wbuf_give(w, BUF_SERIES_REC, &rec);
     ps_txn_pend_drop(txn); /* a record past W more: its postings are the merge's */
     if (txn->ret)
         return ps_txn_error(txn, err);
@@ -735,19 +744,19 @@ static int cached_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_buf_t *en
 int ps_series_create_absent(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err)
 {
-    ps_buf_t enc = PS_BUF_INIT;
+    ps_buf_t enc = ps_wbuf_take(w, BUF_SERIES_ENC);
     ps_labels_encode(ls, &enc);
     int ret = cached_series(w, txn, &enc, sid, st, err);
     if (ret == 0)
         ret = create_series(w, txn, ls, &enc, series_hash(enc.data, enc.len), kind, sid, st, err);
-    ps_buf_dispose(&enc);
+    ps_wbuf_give(w, BUF_SERIES_ENC, &enc);
     return ret < 0 ? ret : 0;
 }
 
 int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err)
 {
-    ps_buf_t enc = PS_BUF_INIT;
+    ps_buf_t enc = ps_wbuf_take(w, BUF_SERIES_ENC);
     ps_labels_encode(ls, &enc);
     int ret = cached_series(w, txn, &enc, sid, st, err);
     if (ret != 0) {
@@ -792,7 +801,7 @@ Found:
     if (*st == NULL)
         ret = load_state(w, txn, cand, st, err);
 Exit:
-    ps_buf_dispose(&enc);
+    ps_wbuf_give(w, BUF_SERIES_ENC, &enc);
     return ret;
 }
 

@@ -37,6 +37,15 @@ int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *c
         *id = v;
         return 0;
     }
+    int ret = ps_sym_store(w, txn, kind, content, n, h, id, err);
+    if (ret == 0)
+        ps_hmap_put_h(cache, h, content, n, *id);
+    return ret;
+}
+
+int ps_sym_store(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
+                 uint64_t *id, ps_err_t *err)
+{
     uint8_t hk[9];
     hk[0] = (uint8_t)kind;
     ps_enc_be64(hk + 1, h);
@@ -47,7 +56,6 @@ int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *c
         MDB_val c;
         if (ps_sym_get(txn, kind, cand, &c) && c.mv_size == n && memcmp(c.mv_data, content, n) == 0) {
             ps_cur_close(&cur);
-            ps_hmap_put_h(cache, h, content, n, cand);
             *id = cand;
             return 0;
         }
@@ -64,7 +72,6 @@ int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *c
     if (!ps_txn_put(txn, DB_SYM, ib, 9, content, n, 0, "writing symbol") ||
         !ps_txn_put(txn, DB_SYM_HASH, hk, 9, idv, 8, 0, "writing symbol index"))
         return ps_txn_error(txn, err);
-    ps_hmap_put_h(cache, h, content, n, nid);
     *id = nid;
     return 0;
 }

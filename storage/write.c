@@ -14,34 +14,19 @@
 typedef struct xlate {
     uint64_t *str, *map, *fn, *loc;
     ps_buf_t enc;
-    ps_buf_t key;
     ps_buf_t stacks;  /* the stack keys of the profile's samples (stack_key), one after another */
     uint64_t loc_or;  /* every location id or'ed: stack keys are narrow if it and the label set ids are below 2^31 */
     /* the label set id of each raw label list (key, str, num, num_unit string indexes as the
      * profile gives them, span labels taken out) seen in this profile: one list gives one set,
-     * so a repeat skips the sort, the encoding and the look-up (Go's samples carry a few sets) */
-    ps_hmap_t lsets;
-    bool lsets_on;
+     * so a repeat skips the sort, the encoding and the look-up (Go's samples carry a few sets).
+     * Open addressing over the lists themselves (compared field by field), at most half full. */
+    struct lmemo {
+        const ps_label_t *labels; /* NULL: a free slot */
+        uint32_t n, h;            /* labels' count and lmemo_hash (to move it when the memo grows) */
+        uint64_t lsid;
+    } *lmemo;
+    uint32_t lmask, lcount;
 } xlate_t;
-
-/* The writer's buffer i (append_bufs), emptied, for a profile's encodings; buf_give hands it back */
-enum { BUF_SYMS, BUF_ENC, BUF_KEY, BUF_STACKS, BUF_REC, BUF_PREC };
-static ps_buf_t buf_take(ps_store_writer_t *w, int i)
-{
-    ps_buf_t b = w->append_bufs[i];
-    w->append_bufs[i] = (ps_buf_t)PS_BUF_INIT;
-    b.len = 0;
-    return b;
-}
-
-static void buf_give(ps_store_writer_t *w, int i, ps_buf_t *b)
-{
-    if (b->cap > ((size_t)1 << 20) || w->append_bufs[i].data != NULL)
-        ps_buf_dispose(b);
-    else
-        w->append_bufs[i] = *b;
-    *b = (ps_buf_t)PS_BUF_INIT;
-}
 
 /* The samples of a profile in node order: an LSD radix sort of their indexes, 8 bits a pass, as
  * many passes as the largest node needs (three up to 16M nodes). Sorted once for all the
@@ -105,6 +90,156 @@ static int intern_batch(ps_store_writer_t *w, ps_txn_t *txn, int kind, symbatch_
     return 0;
 }
 
+/* A function's content in the symbol index, written at q (room for 4 varints); returns its end */
+static inline uint8_t *encode_fn(uint8_t *q, const ps_function_t *f, const ps_profile_t *p, const xlate_t *x)
+{
+    q = ps_enc_uvarint(q, f->name < p->nstrings ? x->str[f->name] : 0);
+    q = ps_enc_uvarint(q, f->system_name < p->nstrings ? x->str[f->system_name] : 0);
+    q = ps_enc_uvarint(q, f->filename < p->nstrings ? x->str[f->filename] : 0);
+    return ps_enc_uvarint(q, ps_zigzag(f->start_line));
+}
+
+/* A location's content in the symbol index, written at q (room for 4 + 3 nlines varints) */
+static inline uint8_t *encode_loc(uint8_t *q, const ps_location_t *l, const ps_profile_t *p, const xlate_t *x)
+{
+    q = ps_enc_uvarint(q, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
+    q = ps_enc_uvarint(q, l->address);
+    q = ps_enc_uvarint(q, l->is_folded);
+    q = ps_enc_uvarint(q, l->nlines);
+    for (uint32_t j = 0; j < l->nlines; j++) {
+        q = ps_enc_uvarint(q, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
+        q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].line));
+        q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].column));
+    }
+    return q;
+}
+
+/* A function as words (its key in wc->sym_words[0]): name | system name << 32, file name |
+ * (32-bit) start line << 32. Returns their count, 0 if an id or the line does not fit. */
+static inline size_t fn_words(const ps_function_t *f, const ps_profile_t *p, const xlate_t *x, uint64_t *k)
+{
+    uint64_t name = f->name < p->nstrings ? x->str[f->name] : 0;
+    uint64_t sys = f->system_name < p->nstrings ? x->str[f->system_name] : 0;
+    uint64_t file = f->filename < p->nstrings ? x->str[f->filename] : 0;
+    if ((name | sys | file) >> 32 != 0 || f->start_line != (int32_t)f->start_line)
+        return 0;
+    k[0] = name | sys << 32;
+    k[1] = file | (uint64_t)(uint32_t)f->start_line << 32;
+    return 2;
+}
+
+/* A location as words (its key in wc->sym_words[1]): address, mapping | is_folded << 32, then a
+ * word a line, function | (32-bit) line << 32, and when some column is not 0 (bit 31 of the first
+ * line's word says so) a word a line of columns: room for 2 + 2 nlines words. The count of words
+ * and that bit give nlines back, so that the words are one location's alone. Returns the count,
+ * 0 if an id or a line does not fit. */
+static inline size_t loc_words(const ps_location_t *l, const ps_profile_t *p, const xlate_t *x, uint64_t *k)
+{
+    uint64_t map = l->mapping <= p->nmappings ? x->map[l->mapping] : 0;
+    if (map >> 32 != 0)
+        return 0;
+    k[0] = l->address;
+    k[1] = map | (uint64_t)l->is_folded << 32;
+    uint64_t cols = 0;
+    for (uint32_t j = 0; j < l->nlines; j++) {
+        const ps_line_t *ln = &l->lines[j];
+        uint64_t fn = ln->function <= p->nfunctions ? x->fn[ln->function] : 0;
+        if (fn >> 31 != 0 || ln->line != (int32_t)ln->line)
+            return 0;
+        k[2 + j] = fn | (uint64_t)(uint32_t)ln->line << 32;
+        cols |= (uint64_t)ln->column;
+    }
+    size_t n = 2 + (size_t)l->nlines;
+    if (cols != 0) {
+        k[2] |= 1u << 31;
+        for (uint32_t j = 0; j < l->nlines; j++)
+            k[n + j] = (uint64_t)l->lines[j].column;
+        n += l->nlines;
+    }
+    return n;
+}
+
+static inline uint64_t words_hash(const uint64_t *k, size_t n)
+{
+    uint64_t h = n * 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ k[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+/* ps_hmap_get_h for the words of a function or location (nw of them): compared a word at a time,
+ * inline (memcmp's call was half the cost of a look-up of a location's 24 bytes) */
+static inline bool words_get(const ps_hmap_t *m, uint64_t h, const uint64_t *k, size_t nw, uint64_t *id)
+{
+    size_t mask = m->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        const ps_hmap_slot_t *s = &m->slots[i];
+        if (s->key == NULL)
+            return false;
+        if (s->hash != h || s->klen != nw * sizeof(uint64_t))
+            continue;
+        size_t j = 0;
+        while (j < nw && ps_hash_rd64_(s->key + j * sizeof(uint64_t)) == k[j])
+            j++;
+        if (j == nw) {
+            *id = s->value;
+            return true;
+        }
+    }
+}
+
+/* p's functions (kind SYM_FUNCTION) or locations (SYM_LOCATION), n of them, into ids: looked up by
+ * their words in wc->sym_words (all made and hashed first, their slots prefetched, as intern_batch
+ * does); a miss, or a symbol whose words do not fit, is encoded (into x->enc) and interned by its
+ * content. New ids are given in p's order, as intern_batch gives them. */
+static int intern_words(ps_store_writer_t *w, ps_txn_t *txn, int kind, const ps_profile_t *p, xlate_t *x,
+                        symbatch_t *b, uint32_t n, uint64_t *ids, ps_err_t *err)
+{
+    ps_hmap_t *cache = &w->wc->sym_words[kind == SYM_LOCATION];
+    ps_buf_reset(&b->enc);
+    for (uint32_t i = 0; i < n; i++) {
+        b->off[i] = b->enc.len;
+        uint64_t *k;
+        size_t nw;
+        if (kind == SYM_FUNCTION) {
+            k = (uint64_t *)ps_buf_reserve(&b->enc, 2 * sizeof(uint64_t));
+            nw = fn_words(&p->functions[i], p, x, k);
+        } else {
+            k = (uint64_t *)ps_buf_reserve(&b->enc, (2 + 2 * (size_t)p->locations[i].nlines) * sizeof(uint64_t));
+            nw = loc_words(&p->locations[i], p, x, k);
+        }
+        b->enc.len += nw * sizeof(uint64_t);
+        b->h[i] = words_hash(k, nw);
+        ps_hmap_prefetch(cache, b->h[i]);
+    }
+    b->off[n] = b->enc.len;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *k = b->enc.data + b->off[i];
+        size_t klen = b->off[i + 1] - b->off[i];
+        if (klen != 0 && words_get(cache, b->h[i], (const uint64_t *)k, klen / sizeof(uint64_t), &ids[i]))
+            continue;
+        ps_buf_reset(&x->enc);
+        uint8_t *e, *q;
+        if (kind == SYM_FUNCTION) {
+            e = ps_buf_reserve(&x->enc, 4 * 10);
+            q = encode_fn(e, &p->functions[i], p, x);
+        } else {
+            e = ps_buf_reserve(&x->enc, (4 + 3 * (size_t)p->locations[i].nlines) * 10);
+            q = encode_loc(e, &p->locations[i], p, x);
+        }
+        uint64_t h = ps_hash64(e, (size_t)(q - e), (uint64_t)kind);
+        int ret = klen != 0 ? ps_sym_store(w, txn, kind, e, (size_t)(q - e), h, &ids[i], err)
+                            : ps_sym_intern_h(w, txn, kind, e, (size_t)(q - e), h, &ids[i], err);
+        if (ret != 0)
+            return ret;
+        if (klen != 0)
+            ps_hmap_put_h(cache, b->h[i], k, klen, ids[i]);
+    }
+    return 0;
+}
+
 /* skip (optional): strings not to store (x->str 0: nothing refers to them) */
 static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const uint8_t *skip, xlate_t *x,
                           ps_arena_t *a, ps_err_t *err)
@@ -117,7 +252,7 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
         most = p->nfunctions;
     if (p->nlocations > most)
         most = p->nlocations;
-    symbatch_t b = {buf_take(w, BUF_SYMS), ps_arena_alloc(a, ((size_t)most + 1) * sizeof(size_t)),
+    symbatch_t b = {ps_wbuf_take(w, BUF_SYMS), ps_arena_alloc(a, ((size_t)most + 1) * sizeof(size_t)),
                     ps_arena_alloc(a, ((size_t)most + 1) * sizeof(uint64_t))};
     x->str = ps_arena_alloc(a, (p->nstrings + 1) * sizeof(uint64_t));
     for (uint32_t i = 0; i < p->nstrings; i++)
@@ -150,45 +285,16 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
         goto Exit;
     x->fn = ps_arena_alloc(a, (p->nfunctions + 1) * sizeof(uint64_t));
     x->fn[0] = 0;
-    ps_buf_reset(&b.enc);
-    for (uint32_t i = 0; i < p->nfunctions; i++) {
-        const ps_function_t *f = &p->functions[i];
-        b.off[i] = b.enc.len;
-        uint8_t *e = ps_buf_reserve(&b.enc, 4 * 10), *q = e;
-        q = ps_enc_uvarint(q, STR(f->name));
-        q = ps_enc_uvarint(q, STR(f->system_name));
-        q = ps_enc_uvarint(q, STR(f->filename));
-        q = ps_enc_uvarint(q, ps_zigzag(f->start_line));
-        b.enc.len += (size_t)(q - e);
-    }
-    b.off[p->nfunctions] = b.enc.len;
-    if ((ret = intern_batch(w, txn, SYM_FUNCTION, &b, p->nfunctions, x->fn + 1, err)) != 0)
+    if ((ret = intern_words(w, txn, SYM_FUNCTION, p, x, &b, p->nfunctions, x->fn + 1, err)) != 0)
         goto Exit;
     x->loc = ps_arena_alloc(a, (p->nlocations + 1) * sizeof(uint64_t));
     x->loc[0] = 0;
-    ps_buf_reset(&b.enc);
-    for (uint32_t i = 0; i < p->nlocations; i++) {
-        const ps_location_t *l = &p->locations[i];
-        b.off[i] = b.enc.len;
-        uint8_t *e = ps_buf_reserve(&b.enc, (4 + 3 * (size_t)l->nlines) * 10), *q = e;
-        q = ps_enc_uvarint(q, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
-        q = ps_enc_uvarint(q, l->address);
-        q = ps_enc_uvarint(q, l->is_folded);
-        q = ps_enc_uvarint(q, l->nlines);
-        for (uint32_t j = 0; j < l->nlines; j++) {
-            q = ps_enc_uvarint(q, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
-            q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].line));
-            q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].column));
-        }
-        b.enc.len += (size_t)(q - e);
-    }
-    b.off[p->nlocations] = b.enc.len;
-    ret = intern_batch(w, txn, SYM_LOCATION, &b, p->nlocations, x->loc + 1, err);
+    ret = intern_words(w, txn, SYM_LOCATION, p, x, &b, p->nlocations, x->loc + 1, err);
     x->loc_or = 0;
     for (uint32_t i = 1; i <= p->nlocations; i++)
         x->loc_or |= x->loc[i];
 Exit:
-    buf_give(w, BUF_SYMS, &b.enc);
+    ps_wbuf_give(w, BUF_SYMS, &b.enc);
     return ret;
 }
 
@@ -226,10 +332,21 @@ static int cmp_label(const void *a, const void *b, void *ctx)
 static void stack_key(const ps_sample_t *smp, const xlate_t *x, uint64_t lsid, bool narrow, ps_buf_t *keys)
 {
     if (narrow) {
-        uint32_t *k = (uint32_t *)ps_buf_reserve(keys, (smp->nlocs + 1) * 4);
+        uint32_t *restrict k = (uint32_t *)ps_buf_reserve(keys, (smp->nlocs + 1) * 4);
+        const uint32_t *restrict l = smp->locs;
+        const uint64_t *restrict ids = x->loc;
+        uint32_t n = smp->nlocs, j = 0;
         k[0] = (uint32_t)lsid;
-        for (uint32_t j = 0; j < smp->nlocs; j++)
-            k[j + 1] = (uint32_t)x->loc[smp->locs[j]];
+        for (; j + 4 <= n; j += 4) { /* four at a time: the loads need not wait for the stores */
+            uint32_t a = (uint32_t)ids[l[j]], b = (uint32_t)ids[l[j + 1]], c = (uint32_t)ids[l[j + 2]],
+                     d = (uint32_t)ids[l[j + 3]];
+            k[j + 1] = a;
+            k[j + 2] = b;
+            k[j + 3] = c;
+            k[j + 4] = d;
+        }
+        for (; j < n; j++)
+            k[j + 1] = (uint32_t)ids[l[j]];
         keys->len += (smp->nlocs + 1) * 4;
         return;
     }
@@ -241,18 +358,82 @@ static void stack_key(const ps_sample_t *smp, const xlate_t *x, uint64_t lsid, b
     keys->len += 4 + (smp->nlocs + 1) * 8;
 }
 
-/* The label set id of sample smp (0: no labels but the span's) into *lsid. */
+/* The memo's hash of a raw label list: one multiply a label, its fields as they are */
+static inline uint32_t lmemo_hash(const ps_label_t *l, uint32_t n)
+{
+    uint64_t h = n;
+    for (uint32_t j = 0; j < n; j++) {
+        h = (h ^ ((uint64_t)l[j].key | (uint64_t)l[j].str << 32)) * 0x9e3779b97f4a7c15ull;
+        h = (h ^ (uint64_t)l[j].num ^ ((uint64_t)l[j].num_unit << 32 | h >> 32)) * 0xff51afd7ed558ccdull;
+    }
+    return (uint32_t)(h ^ h >> 32);
+}
+
+/* x's memo with room for one more list (cap slots from the arena, the lists moved over) */
+static void lmemo_room(xlate_t *x, ps_arena_t *a)
+{
+    if (x->lmemo != NULL && 2 * (x->lcount + 1) <= x->lmask + 1)
+        return;
+    uint32_t cap = x->lmemo == NULL ? 64 : 2 * (x->lmask + 1);
+    struct lmemo *old = x->lmemo, *t = ps_arena_calloc(a, cap, sizeof(*t));
+    for (uint32_t i = 0; old != NULL && i <= x->lmask; i++) {
+        if (old[i].labels == NULL)
+            continue;
+        uint32_t j = old[i].h & (cap - 1);
+        while (t[j].labels != NULL)
+            j = (j + 1) & (cap - 1);
+        t[j] = old[i];
+    }
+    x->lmemo = t;
+    x->lmask = cap - 1;
+}
+
+static inline bool lmemo_same(const ps_label_t *a, const ps_label_t *b, uint32_t n)
+{
+    for (uint32_t j = 0; j < n; j++)
+        if (a[j].key != b[j].key || a[j].str != b[j].str || a[j].num != b[j].num || a[j].num_unit != b[j].num_unit)
+            return false;
+    return true;
+}
+
+/* A label list as words of ids (its key in wc->sym_words[2]): key | str << 32 and num a label,
+ * then, when some num_unit is not 0 (bit 63 of the first word says so), a word a label of them:
+ * room for 3 n words. The count and that bit give n back. Returns the count, 0 if an id does not
+ * fit (a key's below 2^32, a str's below 2^31). One list's words are one label set's. */
+static inline size_t lset_words(const ps_label_t *l, uint32_t n, const ps_profile_t *p, const xlate_t *x, uint64_t *k)
+{
+    uint64_t units = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint64_t key = l[j].key < p->nstrings ? x->str[l[j].key] : 0;
+        uint64_t str = l[j].str < p->nstrings ? x->str[l[j].str] : 0;
+        if (key >> 32 != 0 || str >> 31 != 0)
+            return 0;
+        k[2 * j] = key | str << 32;
+        k[2 * j + 1] = (uint64_t)l[j].num;
+        units |= l[j].num_unit < p->nstrings ? x->str[l[j].num_unit] : 0;
+    }
+    size_t nw = 2 * (size_t)n;
+    if (units != 0) {
+        k[0] |= 1ull << 63;
+        for (uint32_t j = 0; j < n; j++)
+            k[nw + j] = l[j].num_unit < p->nstrings ? x->str[l[j].num_unit] : 0;
+        nw += n;
+    }
+    return nw;
+}
+
+/* The label set id of sample smp (0: no labels but the span's) into *lsid. a: the profile's arena
+ * (the memo's lists live there or in the profile). */
 static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
-                       const sample_span_t *sp, xlate_t *x, uint64_t *lsid, ps_err_t *err)
+                       const sample_span_t *sp, xlate_t *x, ps_arena_t *a, uint64_t *lsid, ps_err_t *err)
 {
     int ret;
     *lsid = 0;
     /* the labels without the span's span_id/profile_id and trace_id (kept in the span parts) */
     uint32_t nl = smp->nlabels;
     const ps_label_t *labels = smp->labels;
-    ps_label_t *kept = NULL;
     if (sp->span != 0) {
-        kept = ps_xmalloc((size_t)nl * sizeof(ps_label_t) + 1);
+        ps_label_t *kept = ps_arena_alloc(a, (size_t)nl * sizeof(ps_label_t) + 1);
         uint32_t m = 0;
         for (uint32_t j = 0; j < smp->nlabels; j++)
             if (j != sp->jspan && j != sp->jtrace)
@@ -260,58 +441,63 @@ static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
         nl = m;
         labels = kept;
     }
-    uint64_t rh = 0;
-    if (nl > 0) {
-        ps_buf_reset(&x->key);
-        uint8_t *rk = ps_buf_reserve(&x->key, (size_t)nl * 20);
-        for (uint32_t j = 0; j < nl; j++) {
-            memcpy(rk + 20 * j, &labels[j].key, 4);
-            memcpy(rk + 20 * j + 4, &labels[j].str, 4);
-            memcpy(rk + 20 * j + 8, &labels[j].num, 8);
-            memcpy(rk + 20 * j + 16, &labels[j].num_unit, 4);
+    if (nl == 0)
+        return 0;
+    lmemo_room(x, a);
+    uint32_t h = lmemo_hash(labels, nl);
+    struct lmemo *slot;
+    for (uint32_t i = h & x->lmask;; i = (i + 1) & x->lmask) {
+        slot = &x->lmemo[i];
+        if (slot->labels == NULL)
+            break;
+        if (slot->n == nl && lmemo_same(slot->labels, labels, nl)) {
+            *lsid = slot->lsid;
+            return 0;
         }
-        x->key.len = (size_t)nl * 20;
-        if (!x->lsets_on) {
-            ps_hmap_init(&x->lsets);
-            x->lsets_on = true;
-        }
-        rh = ps_hash64(rk, x->key.len, 0);
-        if (ps_hmap_get_h(&x->lsets, rh, rk, x->key.len, lsid))
-            nl = 0;
     }
-    if (nl > 0) {
-        ps_label_t sorted[nl > 64 ? 1 : nl];
-        if (nl > 1 && nl <= 64) {
-            memcpy(sorted, labels, nl * sizeof(ps_label_t));
-            if (nl <= 8) { /* insertion sort: qsort_r's set-up was most of a sort of Go's 2-4 labels */
-                for (uint32_t j = 1; j < nl; j++) {
-                    ps_label_t l = sorted[j];
-                    uint32_t k = j;
-                    for (; k > 0 && cmp_label(&sorted[k - 1], &l, (void *)p) > 0; k--)
-                        sorted[k] = sorted[k - 1];
-                    sorted[k] = l;
-                }
-            } else {
-                qsort_r(sorted, nl, sizeof(ps_label_t), cmp_label, (void *)p);
+    /* a list met in an earlier profile: its set by its words */
+    uint64_t kw[nl > 64 ? 1 : 3 * nl], wh = 0;
+    size_t nw = nl <= 64 ? lset_words(labels, nl, p, x, kw) : 0;
+    if (nw != 0) {
+        wh = words_hash(kw, nw);
+        if (words_get(&w->wc->sym_words[2], wh, kw, nw, lsid)) {
+            *slot = (struct lmemo){labels, nl, h, *lsid};
+            x->lcount++;
+            return 0;
+        }
+    }
+    ps_label_t sorted[nl > 64 ? 1 : nl];
+    const ps_label_t *set = labels;
+    if (nl > 1 && nl <= 64) {
+        memcpy(sorted, labels, nl * sizeof(ps_label_t));
+        if (nl <= 8) { /* insertion sort: qsort_r's set-up was most of a sort of Go's 2-4 labels */
+            for (uint32_t j = 1; j < nl; j++) {
+                ps_label_t l = sorted[j];
+                uint32_t k = j;
+                for (; k > 0 && cmp_label(&sorted[k - 1], &l, (void *)p) > 0; k--)
+                    sorted[k] = sorted[k - 1];
+                sorted[k] = l;
             }
-            labels = sorted;
+        } else {
+            qsort_r(sorted, nl, sizeof(ps_label_t), cmp_label, (void *)p);
         }
-        ps_buf_reset(&x->enc);
-        ps_put_uvarint(&x->enc, nl);
-        for (uint32_t j = 0; j < nl; j++) {
-            const ps_label_t *l = &labels[j];
-            ps_put_uvarint(&x->enc, STR(l->key));
-            ps_put_uvarint(&x->enc, STR(l->str));
-            ps_put_varint(&x->enc, l->num);
-            ps_put_uvarint(&x->enc, STR(l->num_unit));
-        }
-        if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, lsid, err)) != 0) {
-            free(kept);
-            return ret;
-        }
-        ps_hmap_put_h(&x->lsets, rh, x->key.data, x->key.len, *lsid);
+        set = sorted;
     }
-    free(kept);
+    ps_buf_reset(&x->enc);
+    ps_put_uvarint(&x->enc, nl);
+    for (uint32_t j = 0; j < nl; j++) {
+        const ps_label_t *l = &set[j];
+        ps_put_uvarint(&x->enc, STR(l->key));
+        ps_put_uvarint(&x->enc, STR(l->str));
+        ps_put_varint(&x->enc, l->num);
+        ps_put_uvarint(&x->enc, STR(l->num_unit));
+    }
+    if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, lsid, err)) != 0)
+        return ret;
+    if (nw != 0)
+        ps_hmap_put_h(&w->wc->sym_words[2], wh, kw, nw * sizeof(uint64_t), *lsid);
+    *slot = (struct lmemo){labels, nl, h, *lsid};
+    x->lcount++;
     return 0;
 }
 
@@ -483,10 +669,9 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     const ps_profile_t *p = it->profile;
     xlate_t x = {0};
     int ret = 0;
-    x.enc = buf_take(w, BUF_ENC);
-    x.key = buf_take(w, BUF_KEY);
-    x.stacks = buf_take(w, BUF_STACKS);
-    ps_buf_t rec = buf_take(w, BUF_REC), prec = buf_take(w, BUF_PREC);
+    x.enc = ps_wbuf_take(w, BUF_ENC);
+    x.stacks = ps_wbuf_take(w, BUF_STACKS);
+    ps_buf_t rec = ps_wbuf_take(w, BUF_REC), prec = ps_wbuf_take(w, BUF_PREC);
     uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
 
     sample_span_t *spans = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(sample_span_t));
@@ -502,7 +687,7 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     for (uint32_t i = 0; i < p->nsamples; i++) {
         lsids[i] = 0;
         if (p->samples[i].nlabels > 0 &&
-            (ret = sample_lsid(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, &lsids[i], err)) != 0)
+            (ret = sample_lsid(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, a, &lsids[i], err)) != 0)
             goto Exit;
         wide |= lsids[i];
     }
@@ -609,8 +794,8 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
             /* the label times: at the series' first profile and its first of each granule
              * (profiles come in order: last_ts is its newest) */
             if ((st->last_ts == INT64_MIN || !ps_ltimes_same_granule(st->last_ts, it->ts)) &&
-                ((ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, err)) != 0 ||
-                 (ret = ps_ptimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, err)) != 0))
+                ((ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, &w->lt_memo, err)) != 0 ||
+                 (ret = ps_ptimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, &w->lt_memo, err)) != 0))
                 goto Exit;
             if (st->head_count == 0)
                 st->head_min_ts = it->ts;
@@ -644,13 +829,10 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     if (!check)
         ret = ps_unsym_count(w, txn, it, x.str, a, err);
 Exit:
-    buf_give(w, BUF_PREC, &prec);
-    buf_give(w, BUF_REC, &rec);
-    buf_give(w, BUF_ENC, &x.enc);
-    buf_give(w, BUF_KEY, &x.key);
-    buf_give(w, BUF_STACKS, &x.stacks);
-    if (x.lsets_on)
-        ps_hmap_dispose(&x.lsets);
+    ps_wbuf_give(w, BUF_PREC, &prec);
+    ps_wbuf_give(w, BUF_REC, &rec);
+    ps_wbuf_give(w, BUF_ENC, &x.enc);
+    ps_wbuf_give(w, BUF_STACKS, &x.stacks);
     return ret;
 }
 
@@ -905,6 +1087,8 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
     size_t sym_bytes = 0;
     for (int k = 1; k < SYM_KINDS; k++)
         sym_bytes += ps_hmap_bytes(&w->wc->sym_cache[k]);
+    for (int k = 0; k < 3; k++)
+        sym_bytes += ps_hmap_bytes(&w->wc->sym_words[k]);
     if (w->s->opts.cache_bytes && sym_bytes + ps_hmap_bytes(&w->wc->tree_cache) +
                                        ps_hmap_bytes(&w->wc->stack_cache) + ps_hmap_bytes(&w->wc->series_cache) +
                                        w->wc->float_state_bytes >

@@ -26,8 +26,11 @@ void ps_sym_caches_clear(ps_store_writer_t *w)
 {
     for (int k = 1; k < SYM_KINDS; k++)
         ps_hmap_clear(&w->wc->sym_cache[k]);
+    for (int k = 0; k < 3; k++)
+        ps_hmap_clear(&w->wc->sym_words[k]);
     ps_hmap_clear(&w->wc->tree_cache);
     ps_hmap_clear(&w->wc->stack_cache);
+    ps_lt_memo_clear(&w->lt_memo);
     ps_series_caches_clear(w);
     ps_float_state_clear(w->wc);
 }
@@ -163,6 +166,8 @@ static ps_wcache_t *ps_wcache_new(void)
     ps_wcache_t *wc = ps_xcalloc(1, sizeof(*wc));
     for (int k = 1; k < SYM_KINDS; k++)
         ps_hmap_init(&wc->sym_cache[k]);
+    for (int k = 0; k < 3; k++)
+        ps_hmap_init(&wc->sym_words[k]);
     ps_hmap_init(&wc->tree_cache);
     ps_hmap_init(&wc->stack_cache);
     ps_hmap_init(&wc->series_cache);
@@ -178,6 +183,8 @@ static void ps_wcache_free(ps_wcache_t *wc)
         return;
     for (int k = 1; k < SYM_KINDS; k++)
         ps_hmap_dispose(&wc->sym_cache[k]);
+    for (int k = 0; k < 3; k++)
+        ps_hmap_dispose(&wc->sym_words[k]);
     ps_hmap_dispose(&wc->tree_cache);
     ps_hmap_dispose(&wc->stack_cache);
     ps_hmap_dispose(&wc->series_cache);
@@ -261,6 +268,7 @@ void ps_store_writer_close(ps_store_writer_t *w)
     ps_buf_dispose(&w->fwd_mask);
     ps_buf_dispose(&w->rec_all);
     ps_buf_dispose(&w->ltimes_key);
+    ps_lt_memo_clear(&w->lt_memo);
     ps_buf_dispose(&w->fwd_buf);
     for (size_t i = 0; i < sizeof(w->append_bufs) / sizeof(w->append_bufs[0]); i++)
         ps_buf_dispose(&w->append_bufs[i]);

@@ -380,6 +380,19 @@ static void test_ltimes_forgotten(void **state)
     assert_true(ps_txn_get(&r->txn, DB_INFO, "ltcut", 5, &v, "test"));
     assert_int_equal((int64_t)ps_get_be64(v.mv_data), t0 + DAY_NS);
     ps_reader_end(r);
+    /* the same sample again (a new series): its records again, though the writer's memo of the
+     * label times (dropped by the retention) had them */
+    ps_float_append_t f3 = {0};
+    f3.labels = &old, f3.samples = &s1, f3.nsamples = 1;
+    ps_float_append_t *fi3 = &f3;
+    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, &fi3, 1, NULL, 0, &err), 0);
+    assert_int_equal(f3.accepted, 1);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_true(ps_txn_get(&r->txn, DB_LTIMES, "gone\0x", 6, &v, "test"));
+    assert_int_equal((int64_t)ps_get_be64((uint8_t *)v.mv_data + 1), s1.t * 1000000);
+    assert_int_equal((int64_t)ps_get_be64((uint8_t *)v.mv_data + 9), s1.t * 1000000);
+    assert_true(ps_txn_get(&r->txn, DB_LTIMES, "gone", 4, &v, "test"));
+    ps_reader_end(r);
     ps_test_close_store(s);
     ps_arena_dispose(&a);
     ps_test_rm_rf(dir);

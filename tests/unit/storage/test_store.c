@@ -1324,6 +1324,235 @@ static void test_sample_label_sets(void **state)
     free(dir);
 }
 
+/* Writes prof (one sample type) as series job=name; its sid into *sid; returns its nodes */
+static uint32_t write_prof(ps_store_t *s, const ps_profile_t *prof, const char *name, int64_t ts, uint64_t *sid)
+{
+    ps_label_pair_t pairs[2] = {{.name = "__name__", .nlen = 8, .value = "test:cpu:nanoseconds:cpu:nanoseconds", .vlen = 36},
+                                {.name = "job", .nlen = 3, .value = name, .vlen = strlen(name)}};
+    ps_labels_t series = {2, pairs};
+    uint32_t ti = 0, nsmp = 0;
+    ps_append_t app = {.profile = prof, .nseries = 1, .series_labels = &series, .type_index = &ti, .ts = ts,
+                       .duration = prof->duration_nanos, .period = prof->period, .series_ids = sid,
+                       .series_samples = &nsmp};
+    ps_append_t *it = &app;
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
+    assert_int_equal(app.status, 0);
+    return nsmp;
+}
+
+/*
+ * The writer's memo of a profile's raw label lists (write.c, sample_lsid): 1,000 samples on one
+ * stack. Five groups of 60 lists, each list differing from the others of its group in one thing
+ * only (num, num_unit, key, one label more than the last group's, str), so that the memo (open
+ * addressing, grown from 64 slots to 1,024) meets lists of the same group in its probes; then 700
+ * repeats in fresh arrays, some in another order, some naming k0 by its other index. Each sample's
+ * value must come back under its own label set: written once, again (the lists by their words,
+ * lset_words), after the caches were dropped, and with new strings from 2^32 + 1 whose words cut
+ * to 32 bits would be another list's. Two lists there would have the same words without the mark
+ * of num_units (A: k0:v0 u1, k1:v0 u2; B: k0:v0, k1:v0, u1 = the id of u2, as ids are given in
+ * the table's order from an empty store).
+ */
+static void test_label_list_memo(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    enum { NG = 60, NS = 1000, NSTR = 5 + 3 * NG };
+    /* strings: "", main, cpu, nanoseconds, k0 again, then k<i>, v<i>, u<i> at 5 + i, 5 + NG + i,
+     * 5 + 2 NG + i (ids: 1-4, k<i> 4 + i, v<i> 64 + i, u<i> 124 + i); kx, vx for the last write */
+    static char names[3 * NG][8];
+    static ps_str_t strs[NSTR + 2] = {{"", 0}, {"main", 4}, {"cpu", 3}, {"nanoseconds", 11}, {"k0", 2}};
+    for (int i = 0; i < 3 * NG; i++) {
+        snprintf(names[i], sizeof(names[i]), "%c%d", "kvu"[i / NG], i % NG);
+        strs[5 + i] = (ps_str_t){names[i], strlen(names[i])};
+    }
+    strs[NSTR] = (ps_str_t){"kx", 2};
+    strs[NSTR + 1] = (ps_str_t){"vx", 2};
+#define K(i) (uint32_t)(5 + (i))
+#define V(i) (uint32_t)(5 + NG + (i))
+#define U(i) (uint32_t)(5 + 2 * NG + (i))
+    ps_function_t fn = {.name = 1};
+    ps_line_t line = {.function = 1, .line = 3};
+    ps_location_t loc = {.address = 0x10, .nlines = 1, .lines = &line};
+    uint32_t locs[1] = {1};
+    static ps_label_t lab[NS + 6][3];
+    static uint32_t nlab[NS + 6];
+    static int64_t vals[NS + 6];
+    static ps_sample_t smp[NS + 6];
+    for (int i = 0; i < NG; i++) {
+        nlab[i] = nlab[NG + i] = nlab[2 * NG + i] = nlab[4 * NG + i] = 1;
+        lab[i][0] = (ps_label_t){.key = K(0), .num = i};                          /* by num */
+        lab[NG + i][0] = (ps_label_t){.key = K(0), .num = 7, .num_unit = U(i)};   /* by num_unit */
+        lab[2 * NG + i][0] = (ps_label_t){.key = K(i), .str = V(0)};              /* by key */
+        lab[4 * NG + i][0] = (ps_label_t){.key = K(0), .str = V(i)};              /* by str (i 0: the key group's 0) */
+        nlab[3 * NG + i] = 2;                                                     /* the str group's, one label more */
+        lab[3 * NG + i][0] = lab[4 * NG + i][0];
+        lab[3 * NG + i][1] = (ps_label_t){.key = K(1), .str = V(0)};
+    }
+    for (int i = 5 * NG; i < NS - 2; i++) {
+        int j = (i * 7) % (5 * NG);
+        nlab[i] = nlab[j];
+        if (nlab[j] == 2 && i % 3 == 0) { /* the other order: the same set */
+            lab[i][0] = lab[j][1];
+            lab[i][1] = lab[j][0];
+        } else {
+            memcpy(lab[i], lab[j], sizeof(lab[j]));
+        }
+        if (i % 5 == 0 && lab[i][0].key == K(0))
+            lab[i][0].key = 4; /* k0 by its other index: the same set, another raw list */
+    }
+    /* A and B */
+    nlab[NS - 2] = 2;
+    lab[NS - 2][0] = (ps_label_t){.key = K(0), .str = V(0), .num_unit = U(1)};
+    lab[NS - 2][1] = (ps_label_t){.key = K(1), .str = V(0), .num_unit = U(2)};
+    nlab[NS - 1] = 3;
+    lab[NS - 1][0] = (ps_label_t){.key = K(0), .str = V(0)};
+    lab[NS - 1][1] = (ps_label_t){.key = K(1), .str = V(0)};
+    lab[NS - 1][2] = (ps_label_t){.key = U(1), .num = 124 + 2};
+    /* the last write's: main:v1 then kx:v1, whose key's id is 2^32 + 1; main:cpu then main:vx, 2^32 + 2 */
+    for (int i = NS; i < NS + 4; i++)
+        nlab[i] = 1;
+    lab[NS][0] = (ps_label_t){.key = 1, .str = V(1)};
+    lab[NS + 1][0] = (ps_label_t){.key = NSTR, .str = V(1)};
+    lab[NS + 2][0] = (ps_label_t){.key = 1, .str = 2};
+    lab[NS + 3][0] = (ps_label_t){.key = 1, .str = NSTR + 1};
+#undef K
+#undef V
+#undef U
+    for (int i = 0; i < NS + 4; i++) {
+        vals[i] = i + 1;
+        smp[i] = (ps_sample_t){.nlocs = 1, .locs = locs, .values = &vals[i], .nlabels = nlab[i], .labels = lab[i]};
+    }
+    ps_value_type_t type = {2, 3};
+    ps_profile_t prof = {.nstrings = NSTR, .strings = strs, .ntypes = 1, .sample_types = &type, .nsamples = NS,
+                         .samples = smp, .nfunctions = 1, .functions = &fn, .nlocations = 1, .locations = &loc,
+                         .period_type = {2, 3}, .period = 10000000, .duration_nanos = 10 * PS_NS_PER_S};
+    const int64_t ts = 1700000000 * PS_NS_PER_S;
+    uint64_t sid[4];
+    /* a node a set: the str group's first is the key group's; A and B */
+    assert_int_equal(write_prof(s, &prof, "memo", ts, &sid[0]), 5 * NG - 1 + 2);
+    assert_int_equal(write_prof(s, &prof, "memo words", ts, &sid[1]), 5 * NG - 1 + 2);
+    ps_sym_caches_clear(ps_test_writer(s));
+    assert_int_equal(write_prof(s, &prof, "memo lmdb", ts, &sid[2]), 5 * NG - 1 + 2);
+    ps_test_writer(s)->next.sym[SYM_STRING] = (1ull << 32) + 1;
+    prof.nstrings = NSTR + 2;
+    prof.nsamples = NS + 4;
+    assert_int_equal(write_prof(s, &prof, "memo wide", ts, &sid[3]), 5 * NG - 1 + 2 + 4);
+    static const char *what[] = {"label lists", "label lists by words", "label lists from LMDB", "label lists, wide ids"};
+    for (int i = 0; i < 4; i++) {
+        prof.nsamples = i < 3 ? NS : NS + 4;
+        check_series(s, sid[i], ts, &prof, 0, what[i]);
+    }
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+/*
+ * The writer caches functions and locations by their ids as words (write.c, fn_words and
+ * loc_words), falling back to their content when an id or a line does not fit. Locations that
+ * differ in one thing only (column, line, is_folded, mapping, lines, a line's function, address),
+ * and functions whose start line does not fit, must each keep a symbol of their own, also where
+ * words cut to 32 bits or without the columns' mark would be the same: written once (misses), again
+ * (hits), after the caches were dropped (from LMDB), and with a new string's id from 2^32 + 1, new
+ * function ids from 2^31 + 1 and a new mapping's from 2^32 + 1 (such symbols then cached by their
+ * content).
+ */
+static void test_symbol_words(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    static ps_str_t strs[] = {{"", 0},   {"f1", 2}, {"f2", 2},     {"file", 4},   {"cpu", 3},
+                              {"nanoseconds", 11}, {"f3", 2}, {"f4", 2}, {"/bin/x", 6}, {"/bin/y", 6}, {"/bin/z", 6},
+                              {"f5", 2}};
+    ps_mapping_t maps[] = {{.memory_start = 0x1000, .memory_limit = 0x2000, .filename = 8},
+                           {.memory_start = 0x1000, .memory_limit = 0x2000, .filename = 9}};
+    /* ids 1-4 at first: f1, f2, f1 with a start line of 10 past 32 bits, f1 with a negative one */
+    ps_function_t fns[] = {{.name = 1, .system_name = 1, .filename = 3, .start_line = 10},
+                           {.name = 2, .system_name = 2, .filename = 3, .start_line = 10},
+                           {.name = 1, .system_name = 1, .filename = 3, .start_line = (1ll << 40) + 10},
+                           {.name = 1, .system_name = 1, .filename = 3, .start_line = -5}};
+    const int64_t w24 = 2 | 4ll << 32; /* the word of line f2:4 (f2's id 2) */
+    ps_line_t l1 = {.function = 1, .line = 3}, l1c = {.function = 1, .line = 3, .column = 7},
+              l14 = {.function = 1, .line = 4}, l1w = {.function = 1, .line = 3, .column = w24},
+              l12[2] = {{.function = 1, .line = 3}, {.function = 2, .line = 4}},
+              l12c[2] = {{.function = 1, .line = 3}, {.function = 2, .line = 4, .column = 9}},
+              l12c2[2] = {{.function = 1, .line = 3, .column = 9}, {.function = 2, .line = 4}},
+              l32[2] = {{.function = 3, .line = 3}, {.function = 2, .line = 4}},
+              lwide = {.function = 1, .line = (1ll << 33) + 3}, lneg = {.function = 1, .line = -3},
+              lf3 = {.function = 3, .line = 3}, lf4 = {.function = 4, .line = 3}, lf2 = {.function = 2, .line = 3};
+    ps_location_t locs[] = {
+        {.address = 0x10, .nlines = 1, .lines = &l1},
+        {.address = 0x10, .nlines = 1, .lines = &l1c},              /* a column */
+        {.address = 0x10, .nlines = 1, .lines = &l1w},              /* a column: f2:4's word */
+        {.address = 0x10, .nlines = 1, .lines = &l14},
+        {.address = 0x10, .is_folded = 1, .nlines = 1, .lines = &l1},
+        {.address = 0x10, .nlines = 2, .lines = l12},               /* a line more */
+        {.address = 0x10, .nlines = 2, .lines = l12c},              /* ... with columns */
+        {.address = 0x10, .nlines = 2, .lines = l12c2},
+        {.address = 0x10, .nlines = 2, .lines = l32},               /* f3 at 2^31 + 1 later */
+        {.address = 0x10, .mapping = 1, .nlines = 1, .lines = &l1}, /* a mapping */
+        {.address = 0x10, .mapping = 1, .is_folded = 1, .nlines = 1, .lines = &l1},
+        {.address = 0x10, .mapping = 2, .nlines = 1, .lines = &l1}, /* at 2^32 + 1 later */
+        {.address = 0x10, .nlines = 1, .lines = &lwide},            /* a line past 32 bits */
+        {.address = 0x10, .nlines = 1, .lines = &lneg},
+        {.address = 0x10},                                          /* no lines */
+        {.address = 0x11, .nlines = 1, .lines = &l1},               /* the address */
+        {.address = 0x10, .nlines = 1, .lines = &lf2},              /* the function */
+        {.address = 0x10, .nlines = 1, .lines = &lf3},              /* ... whose start line does not fit */
+        {.address = 0x10, .nlines = 1, .lines = &lf4},
+    };
+    enum { NL = sizeof(locs) / sizeof(locs[0]) };
+    uint32_t sl[NL];
+    int64_t vals[NL];
+    ps_sample_t smp[NL];
+    for (uint32_t i = 0; i < NL; i++) {
+        sl[i] = i + 1;
+        vals[i] = (int64_t)1 << i;
+        smp[i] = (ps_sample_t){.nlocs = 1, .locs = &sl[i], .values = &vals[i]};
+    }
+    ps_value_type_t type = {4, 5};
+    ps_profile_t prof = {.nstrings = 11, .strings = strs, .ntypes = 1, .sample_types = &type, .nsamples = NL,
+                         .samples = smp, .nmappings = 2, .mappings = maps, .nfunctions = 4, .functions = fns,
+                         .nlocations = NL, .locations = locs, .period_type = {4, 5}, .period = 10000000,
+                         .duration_nanos = 10 * PS_NS_PER_S};
+    const int64_t ts = 1700000000 * PS_NS_PER_S;
+    uint64_t sid[4];
+    assert_int_equal(write_prof(s, &prof, "miss", ts, &sid[0]), NL);
+    assert_int_equal(write_prof(s, &prof, "hit", ts, &sid[1]), NL);
+    ps_sym_caches_clear(ps_test_writer(s));
+    assert_int_equal(write_prof(s, &prof, "lmdb", ts, &sid[2]), NL);
+    /* f3 and f5 (a new string, at 2^32 + 1) renamed: new functions from 2^31 + 1, /bin/z a new
+     * mapping at 2^32 + 1 */
+    ps_test_writer(s)->next.sym[SYM_STRING] = (1ull << 32) + 1;
+    ps_test_writer(s)->next.sym[SYM_FUNCTION] = (1ull << 31) + 1;
+    ps_test_writer(s)->next.sym[SYM_MAPPING] = (1ull << 32) + 1;
+    prof.nstrings = 12;
+    fns[2].name = fns[2].system_name = 6;
+    fns[3].name = fns[3].system_name = 11;
+    maps[1].filename = 10;
+    assert_int_equal(write_prof(s, &prof, "wide", ts, &sid[3]), NL);
+    static const char *what[] = {"misses", "hits", "from LMDB", "wide ids"};
+    for (int i = 0; i < 4; i++) {
+        fns[2].name = fns[2].system_name = i < 3 ? 1 : 6;
+        fns[3].name = fns[3].system_name = i < 3 ? 1 : 11;
+        maps[1].filename = i < 3 ? 9 : 10;
+        check_series(s, sid[i], ts, &prof, 0, what[i]);
+    }
+    ps_store_stats_t st;
+    ps_err_t err;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.strings, (1ull << 32) + 1); /* counted by the last id */
+    assert_int_equal(st.functions, (1ull << 31) + 2); /* two new from 2^31 + 1 */
+    assert_int_equal(st.mappings, (1ull << 32) + 1);
+    assert_int_equal(st.locations, NL + 4); /* the wide profile's new: those of f3 (2), f5 and /bin/z */
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /*
  * The writer's whole-stack cache keys hold 4-byte ids while every id is below 2^31, else 8-byte
  * ids behind a marker. Locations given ids from 2^32 on (the counter moved there: wide) would, cut
@@ -1870,6 +2099,8 @@ int main(void)
         cmocka_unit_test(test_stats_from_snapshot),
         cmocka_unit_test(test_writer_one),
         cmocka_unit_test(test_sample_label_sets),
+        cmocka_unit_test(test_label_list_memo),
+        cmocka_unit_test(test_symbol_words),
         cmocka_unit_test(test_wide_stack_keys),
         cmocka_unit_test(test_series_indexed_late),
         cmocka_unit_test(test_postings_late),
