@@ -1336,6 +1336,14 @@ static int walk_profile(scratch_t *sc, const uint8_t *buf, size_t len, const ps_
 
     memset(w, 0, sizeof(*w));
     while (p < end) {
+        /* a sample or a location of fewer than 128 bytes: its length and bounds checked here */
+        if ((p[0] == 0x12 || p[0] == 0x22) && end - p >= 2 && p[1] < 0x80 && p[1] <= end - p - 2) {
+            if (p[0] == 0x12 ? vs[V_SAMPLES].n >= lim->max_samples || walk_sample(sc, lim, p + 2, p[1]) != 0
+                             : vs[V_LOCS].n >= lim->max_locations || walk_location(sc, lim, p + 2, p[1]) != 0)
+                return WALK_BAD;
+            p += 2 + p[1];
+            continue;
+        }
         if (walk_field(&p, end, &f) != 0)
             return WALK_BAD;
         if (f.num <= 6 || f.num == 11) {

@@ -2397,9 +2397,10 @@ static void location_profile(ps_buf_t *b, const uint8_t *loc, size_t n)
 }
 
 /* Go's location (id, mapping_id, address, then its lines) is read in that order without the
- * field loop, and lines of fewer than 128 bytes without the field reader: the same locations as
- * the reference decoder's for Go's order and every other (repeated fields: the last wins), ids
- * of 1 to 10 bytes, cut short, lines of every length from 0 to 127 and one past the end. */
+ * field loop, and lines, locations and samples of fewer than 128 bytes without the field reader:
+ * the same locations as the reference decoder's for Go's order and every other (repeated fields:
+ * the last wins), ids of 1 to 10 bytes, cut short, lines of every length from 0 to 127 (their
+ * locations 4 to 131 bytes) and one past the end. */
 static void test_go_locations(void **state)
 {
     (void)state;
@@ -2487,6 +2488,9 @@ static void test_go_locations(void **state)
             assert_int_equal(p.locations[0].nlines, 1);
             assert_int_equal(p.locations[0].lines[0].line, len >= 2 ? (int64_t)len : 0);
         }
+        /* the profile cut by a byte: the location's length (4 to 131 bytes) one past its end */
+        ps_arena_reset(&a);
+        assert_int_equal(decoders_agree(b.data, b.len - 1, NULL), PS_EINVAL);
         ps_buf_dispose(&b);
         ps_arena_reset(&a);
         location_profile(&b, loc, n - 1); /* the line's length one past the location's end */
