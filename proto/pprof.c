@@ -1247,14 +1247,14 @@ static int walk_sample(scratch_t *sc, const ps_pprof_limits_t *lim, const uint8_
     return 0;
 }
 
-/* The varint field of the one-byte tag at *pp (*pp < end), of at most 5 bytes, as both readers
- * read it: true with *pp past it, else false (nothing read). */
+/* The varint field of the one-byte tag at *pp, of at most 5 bytes, as both readers read it: true
+ * with *pp past it, else false (nothing read). */
 static inline __attribute__((always_inline)) bool take_varint(const uint8_t **pp, const uint8_t *end, uint8_t tag,
                                                               uint64_t *u)
 {
     const uint8_t *p = *pp;
     size_t rem = (size_t)(end - p);
-    if (p[0] != tag || rem < 2)
+    if (rem < 2 || p[0] != tag)
         return false;
     uint64_t v = p[1];
     if (v < 0x80) {
@@ -1282,20 +1282,24 @@ static int walk_location(scratch_t *sc, const ps_pprof_limits_t *lim, const uint
     uint64_t id = 0, v[4];
     wfield_t g = {0};
     *rl = (rawloc_t){0};
-    /* the fields in Go's order (id, mapping_id, address), each read without the loop's dispatch
-     * while they come so; the loop reads the rest (each field sets what it would set there) */
-    if (q < qend && take_varint(&q, qend, 0x08, &id) && q < qend && take_varint(&q, qend, 0x10, &rl->mapping_id) &&
-        q < qend)
+    /* the fields in the usual orders (id, mapping_id, address, lines: pprof's; id, address,
+     * lines, mapping_id: Go's runtime), id, mapping and address read without the loop's dispatch
+     * while they come so, lines of fewer than 128 bytes without the field reader; the loop reads
+     * the rest (each field sets what it would set there) */
+    if (take_varint(&q, qend, 0x08, &id)) {
+        take_varint(&q, qend, 0x10, &rl->mapping_id);
         take_varint(&q, qend, 0x18, &rl->address);
+    }
     while (q < qend) {
-        /* a line of fewer than 128 bytes (22 LL ...): its length and bounds checked here */
-        if (q[0] == 0x22 && qend - q >= 2 && q[1] < 0x80 && q[1] <= qend - q - 2) {
+        if (q[0] == 0x22 && qend - q >= 2 && q[1] < 0x80 && q[1] <= qend - q - 2) { /* 22 LL, in bounds */
             if (wire_flat(q + 2, q[1], 3, 0, v) != 0 || ++rl->nlines > lim->max_lines)
                 return WALK_BAD;
             *PUSH(&sc->v[V_LINES], rawline_t) = (rawline_t){v[1], (int64_t)v[2], (int64_t)v[3]};
             q += 2 + q[1];
             continue;
         }
+        if (take_varint(&q, qend, 0x10, &rl->mapping_id))
+            continue;
         if (walk_field(&q, qend, &g) != 0)
             return WALK_BAD;
         switch (g.num) {

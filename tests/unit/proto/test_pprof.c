@@ -2409,17 +2409,21 @@ static void test_go_locations(void **state)
     ps_err_t err;
     ps_buf_t b = PS_BUF_INIT;
 
-    static const uint8_t go[] = {0x08, 1, 0x10, 1, 0x18, 0xc0, 0xa5, 0x9a, 0x02, 0x22, 4, 0x08, 1, 0x10, 42};
-    location_profile(&b, go, sizeof(go));
-    assert_int_equal(both(&b, &a, &p, &err), 0);
-    assert_int_equal(p.nlocations, 1);
-    assert_int_equal(p.locations[0].mapping, 1);
-    assert_int_equal(p.locations[0].address, 0x4692c0);
-    assert_int_equal(p.locations[0].nlines, 1);
-    assert_int_equal(p.locations[0].lines[0].function, 1);
-    assert_int_equal(p.locations[0].lines[0].line, 42);
-    ps_buf_dispose(&b);
-    ps_arena_reset(&a);
+    /* pprof's order, then the Go runtime's (the mapping last) */
+    static const uint8_t pprof_order[] = {0x08, 1, 0x10, 1, 0x18, 0xc0, 0xa5, 0x9a, 0x02, 0x22, 4, 0x08, 1, 0x10, 42};
+    static const uint8_t go_order[] = {0x08, 1, 0x18, 0xc0, 0xa5, 0x9a, 0x02, 0x22, 4, 0x08, 1, 0x10, 42, 0x10, 1};
+    for (int k = 0; k < 2; k++) {
+        location_profile(&b, k == 0 ? pprof_order : go_order, k == 0 ? sizeof(pprof_order) : sizeof(go_order));
+        assert_int_equal(both(&b, &a, &p, &err), 0);
+        assert_int_equal(p.nlocations, 1);
+        assert_int_equal(p.locations[0].mapping, 1);
+        assert_int_equal(p.locations[0].address, 0x4692c0);
+        assert_int_equal(p.locations[0].nlines, 1);
+        assert_int_equal(p.locations[0].lines[0].function, 1);
+        assert_int_equal(p.locations[0].lines[0].line, 42);
+        ps_buf_dispose(&b);
+        ps_arena_reset(&a);
+    }
 
     static const struct {
         uint8_t loc[24];
@@ -2431,6 +2435,8 @@ static void test_go_locations(void **state)
         {{0x10, 1, 0x08, 1, 0x18, 3}, 6, 3},                           /* mapping first */
         {{0x18, 3, 0x10, 1, 0x08, 1}, 6, 3},                           /* reversed */
         {{0x08, 1, 0x18, 3}, 4, 3},                                    /* no mapping */
+        {{0x08, 1, 0x18, 3, 0x10, 1, 0x10, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 16, 3}, /* a mapping of 10 bytes last */
+        {{0x08, 1, 0x18, 3, 0x22, 2, 0x08, 1, 0x10, 1, 0x18, 4}, 12, 4}, /* Go's order, an address again */
         {{0x08, 1, 0x10, 1}, 4, 0},                                    /* no address */
         {{0x08, 1}, 2, 0},
         {{0x08, 0x81, 0x80, 0x80, 0x80, 0x00, 0x10, 1, 0x18, 4}, 10, 4}, /* id 1 in 5 bytes */
