@@ -25,7 +25,7 @@ int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const
 /**
  * ps_gunzip into a buffer the calling thread keeps between calls (where libdeflate takes the
  * stream; else zlib's answer, into arena as ps_gunzip's): *out is valid until the thread's next
- * ps_gunzip_temp or ps_gunzip_temp_done, which frees the buffer when it is over 1 MiB.
+ * ps_gunzip_temp or ps_gunzip_temp_done, which frees the buffer when it is over 256 KiB.
  */
 int ps_gunzip_temp(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
                    ps_err_t *err);

@@ -2155,9 +2155,9 @@ static void test_one_walk_threads(void **state)
 
 /* ---- branch i27dc: the thread's inflate buffer, strings' last word, Go's labels and locations ---- */
 
-/* ps_gunzip_temp inflates into one buffer a thread keeps (up to 1 MiB between calls): the same
+/* ps_gunzip_temp inflates into one buffer a thread keeps (up to 256 KiB between calls): the same
  * bytes as ps_gunzip, the same memory from one call to the next, a new buffer when it must grow
- * (a member bigger than ISIZE said) and after one past 1 MiB; zlib's fallback into the arena. */
+ * (a member bigger than ISIZE said) and after one past 256 KiB; zlib's fallback into the arena. */
 static void test_gunzip_temp(void **state)
 {
     (void)state;
@@ -2181,7 +2181,7 @@ static void test_gunzip_temp(void **state)
     ps_gunzip_temp_done();
 
     /* 2 MiB of zeros in two members: ISIZE (the last's) says 1 MiB, the buffer grows; after the
-     * call it is freed (past 1 MiB), and a small stream gets a new one */
+     * call it is freed (past 256 KiB), and a small stream gets a new one */
     size_t zn = 1u << 20, g1n;
     uint8_t *zeros = calloc(1, zn), *g1 = gzip_bytes(zeros, zn, &g1n);
     ps_buf_t two = PS_BUF_INIT;
