@@ -2381,7 +2381,8 @@ static void test_go_labels(void **state)
     assert_int_equal(ps_pprof_decode(b.data, b.len, &lim, &a, &p, &err), PS_ETOOBIG);
     assert_string_equal(err.msg, "sample[0] has more than 2 labels (max_labels)");
     ps_arena_reset(&a);
-    assert_int_equal(ps_pprof_decode(b.data, b.len - 6, &lim, &a, &p, &err), PS_EINVAL); /* the sample's length is off */
+    /* the sample's length one label past the end */
+    assert_int_equal(ps_pprof_decode(b.data, b.len - 6, &lim, &a, &p, &err), PS_EINVAL);
     ps_buf_dispose(&b);
     ps_arena_dispose(&a);
 }
@@ -2435,7 +2436,8 @@ static void test_go_locations(void **state)
         {{0x10, 1, 0x08, 1, 0x18, 3}, 6, 3},                           /* mapping first */
         {{0x18, 3, 0x10, 1, 0x08, 1}, 6, 3},                           /* reversed */
         {{0x08, 1, 0x18, 3}, 4, 3},                                    /* no mapping */
-        {{0x08, 1, 0x18, 3, 0x10, 1, 0x10, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 16, 3}, /* a mapping of 10 bytes last */
+        /* a mapping of 10 bytes last */
+        {{0x08, 1, 0x18, 3, 0x10, 1, 0x10, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 16, 3},
         {{0x08, 1, 0x18, 3, 0x22, 2, 0x08, 1, 0x10, 1, 0x18, 4}, 12, 4}, /* Go's order, an address again */
         {{0x08, 1, 0x10, 1}, 4, 0},                                    /* no address */
         {{0x08, 1}, 2, 0},
