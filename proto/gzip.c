@@ -137,8 +137,67 @@ static struct libdeflate_decompressor *thread_decompressor(bool *keep)
     return d;
 }
 
-static int gunzip_deflate(const uint8_t *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out,
-                          size_t *outn, ps_err_t *err)
+/* The output buffer a thread keeps between ps_gunzip_temp calls (an ps_arena_big_* block of
+ * tb_size bytes; the key's destructor frees it when the thread ends): the next profile inflates
+ * into memory still in this core's cache, not into a new block that the thread freeing the last
+ * one's arena touched last. */
+#define TEMP_KEEP ((size_t)256 << 10) /* bytes kept after a call (a Go CPU profile: ~25 KB); a bigger buffer is freed */
+static pthread_once_t tb_once = PTHREAD_ONCE_INIT;
+static pthread_key_t tb_key;
+static bool tb_key_ok;
+static _Thread_local uint8_t *tb_buf;
+static _Thread_local size_t tb_size;
+
+static void tb_free(void *p) { ps_arena_big_free(p); }
+
+static void tb_init(void)
+{
+    tb_key_ok = pthread_key_create(&tb_key, tb_free) == 0;
+}
+
+/* The thread's buffer of at least n bytes (its contents not kept), or NULL without a key. */
+static uint8_t *temp_buffer(size_t n)
+{
+    pthread_once(&tb_once, tb_init);
+    if (!tb_key_ok)
+        return NULL;
+    if (tb_buf == NULL || tb_size < n) {
+        ps_arena_big_free(tb_buf);
+        tb_buf = ps_arena_big_alloc(n);
+        tb_size = n;
+        if (pthread_setspecific(tb_key, tb_buf) != 0) {
+            ps_arena_big_free(tb_buf);
+            tb_buf = NULL;
+            tb_size = 0;
+            return NULL;
+        }
+    }
+    return tb_buf;
+}
+
+/* The thread's buffer grown to n bytes (n > tb_size; contents kept). */
+static uint8_t *temp_grow(size_t n)
+{
+    tb_buf = ps_arena_big_realloc(tb_buf, n);
+    tb_size = n;
+    pthread_setspecific(tb_key, tb_buf); /* the key holds a value already: no allocation, no failure */
+    return tb_buf;
+}
+
+void ps_gunzip_temp_done(void)
+{
+    if (tb_buf != NULL && tb_size > TEMP_KEEP) {
+        pthread_setspecific(tb_key, NULL);
+        ps_arena_big_free(tb_buf);
+        tb_buf = NULL;
+        tb_size = 0;
+    }
+}
+
+/* temp: into the thread's buffer (its cap bytes are the budget's, whatever the buffer's size), else
+ * into a block the arena adopts. */
+static int gunzip_deflate(const uint8_t *in, size_t n, size_t max_out, ps_arena_t *arena, bool temp,
+                          const uint8_t **out, size_t *outn, ps_err_t *err)
 {
     bool keep;
     struct libdeflate_decompressor *d = thread_decompressor(&keep);
@@ -150,7 +209,10 @@ static int gunzip_deflate(const uint8_t *in, size_t n, size_t max_out, ps_arena_
     if (rc != 0)
         goto Exit;
     reserved = cap;
-    buf = ps_arena_big_alloc(cap);
+    if (temp && (buf = temp_buffer(cap)) == NULL)
+        temp = false;
+    if (!temp)
+        buf = ps_arena_big_alloc(cap);
     while (pos < n) {
         if (!ps_is_gzip(in + pos, n - pos) || n - pos < 4 || (in[pos + 3] & GZIP_FHCRC) != 0) {
             rc = 1;
@@ -168,7 +230,10 @@ static int gunzip_deflate(const uint8_t *in, size_t n, size_t max_out, ps_arena_
             if ((rc = ps_inflate_reserve(ncap - cap, reserved, err)) != 0)
                 goto Exit;
             reserved += ncap - cap;
-            buf = ps_arena_big_realloc(buf, ncap);
+            if (!temp)
+                buf = ps_arena_big_realloc(buf, ncap);
+            else if (ncap > tb_size)
+                buf = temp_grow(ncap);
             cap = ncap;
             continue; /* this member again, with more room */
         }
@@ -183,10 +248,16 @@ static int gunzip_deflate(const uint8_t *in, size_t n, size_t max_out, ps_arena_
             goto Exit;
         }
     }
-    hand_over(arena, buf, cap, len, out, outn);
+    if (temp) {
+        *out = buf;
+        *outn = len;
+    } else {
+        hand_over(arena, buf, cap, len, out, outn);
+    }
     buf = NULL;
 Exit:
-    ps_arena_big_free(buf);
+    if (!temp)
+        ps_arena_big_free(buf);
     if (reserved > 0)
         ps_inflate_release(reserved);
     if (!keep)
@@ -194,19 +265,31 @@ Exit:
     return rc;
 }
 
-int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
-              ps_err_t *err)
+static int gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, bool temp, const uint8_t **out,
+                  size_t *outn, ps_err_t *err)
 {
     *out = NULL;
     *outn = 0;
     if (max_out > SIZE_MAX / 2)
         max_out = SIZE_MAX / 2;
     if (ps_is_gzip(in, n)) {
-        int rc = gunzip_deflate(in, n, max_out, arena, out, outn, err);
+        int rc = gunzip_deflate(in, n, max_out, arena, temp, out, outn, err);
         if (rc != 1)
             return rc;
     }
     return ps_gunzip_zlib(in, n, max_out, arena, out, outn, err);
+}
+
+int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
+              ps_err_t *err)
+{
+    return gunzip(in, n, max_out, arena, false, out, outn, err);
+}
+
+int ps_gunzip_temp(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
+                   ps_err_t *err)
+{
+    return gunzip(in, n, max_out, arena, true, out, outn, err);
 }
 
 int ps_gunzip_zlib(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,

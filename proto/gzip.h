@@ -22,6 +22,14 @@ int ps_is_gzip(const void *p, size_t n);
  */
 int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
               ps_err_t *err);
+/**
+ * ps_gunzip into a buffer the calling thread keeps between calls (where libdeflate takes the
+ * stream; else zlib's answer, into arena as ps_gunzip's): *out is valid until the thread's next
+ * ps_gunzip_temp or ps_gunzip_temp_done, which frees the buffer when it is over 256 KiB.
+ */
+int ps_gunzip_temp(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
+                   ps_err_t *err);
+void ps_gunzip_temp_done(void);
 /** ps_gunzip with zlib's streaming inflate alone: ps_gunzip's fallback, and its reference in the
  *  tests (same output, same codes and messages). */
 int ps_gunzip_zlib(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,

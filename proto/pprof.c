@@ -388,19 +388,29 @@ static int scan_location(scan_t *s, const uint8_t *p, size_t n)
 
 enum { STR_OK, STR_NUL, STR_NOT_UTF8 };
 
+/* Whether the 8 bytes at p hold a byte with the high bit set or a zero byte ((w - 0x01..) & ~w
+ * has its high bit). */
+static inline bool word_not_ascii(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return ((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull) != 0;
+}
+
 /* Whether a string holds a NUL byte (the first question), else whether it is valid UTF-8: one
- * pass, 8 bytes at a time, over the usual all-ASCII string. */
+ * pass, 8 bytes at a time, over the usual all-ASCII string, its last 1-7 bytes in the word that
+ * ends it (over bytes already seen to be ASCII). */
 static int str_check(const uint8_t *p, size_t n)
 {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        /* a byte with the high bit set, or a zero byte ((w - 0x01..) & ~w has its high bit) */
-        if (((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull) != 0)
-            break;
+    if (n >= 8) {
+        for (; i + 8 <= n; i += 8)
+            if (word_not_ascii(p + i))
+                break;
+        if (i + 8 > n && (i == n || !word_not_ascii(p + n - 8)))
+            return STR_OK;
     }
-    for (; i < n; i++) {
+    for (; i < n; i++) { /* from the first word that is not all ASCII (every byte before i is) */
         if (p[i] == 0)
             return STR_NUL;
         if (p[i] & 0x80) { /* everything before is ASCII and NUL-free */
@@ -1202,6 +1212,15 @@ static int walk_sample(scratch_t *sc, const ps_pprof_limits_t *lim, const uint8_
     uint64_t v[5];
     wfield_t g = {0};
     while (q < qend) {
+        /* a Go profile's usual label, {key, str} of one-byte string indexes (1a 04 08 kk 10 ss): as
+         * walk_field and wire_flat read it, without them */
+        if (q[0] == 0x1a && qend - q >= 6 && q[1] == 4 && q[2] == 0x08 && q[4] == 0x10 && ((q[3] | q[5]) & 0x80) == 0) {
+            if (++nlabels > lim->max_labels)
+                return WALK_BAD;
+            *PUSH(&sc->v[V_LABELS], rawlabel_t) = (rawlabel_t){q[3], q[5], 0, 0};
+            q += 6;
+            continue;
+        }
         if (walk_field(&q, qend, &g) != 0)
             return WALK_BAD;
         switch (g.num) {
@@ -1228,6 +1247,34 @@ static int walk_sample(scratch_t *sc, const ps_pprof_limits_t *lim, const uint8_
     return 0;
 }
 
+/* The varint field of the one-byte tag at *pp, of at most 5 bytes, as both readers read it: true
+ * with *pp past it, else false (nothing read). */
+static inline __attribute__((always_inline)) bool take_varint(const uint8_t **pp, const uint8_t *end, uint8_t tag,
+                                                              uint64_t *u)
+{
+    const uint8_t *p = *pp;
+    size_t rem = (size_t)(end - p);
+    if (rem < 2 || p[0] != tag)
+        return false;
+    uint64_t v = p[1];
+    if (v < 0x80) {
+        *u = v;
+        *pp = p + 2;
+        return true;
+    }
+    size_t max = rem - 1 < 5 ? rem - 1 : 5;
+    v &= 0x7f;
+    for (size_t i = 1; i < max; i++) {
+        v |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
+        if (p[1 + i] < 0x80) {
+            *u = v;
+            *pp = p + 2 + i;
+            return true;
+        }
+    }
+    return false;
+}
+
 static int walk_location(scratch_t *sc, const ps_pprof_limits_t *lim, const uint8_t *q, size_t n)
 {
     const uint8_t *qend = q + n;
@@ -1235,7 +1282,24 @@ static int walk_location(scratch_t *sc, const ps_pprof_limits_t *lim, const uint
     uint64_t id = 0, v[4];
     wfield_t g = {0};
     *rl = (rawloc_t){0};
+    /* the fields in the usual orders (id, mapping_id, address, lines: pprof's; id, address,
+     * lines, mapping_id: Go's runtime), id, mapping and address read without the loop's dispatch
+     * while they come so, lines of fewer than 128 bytes without the field reader; the loop reads
+     * the rest (each field sets what it would set there) */
+    if (take_varint(&q, qend, 0x08, &id)) {
+        take_varint(&q, qend, 0x10, &rl->mapping_id);
+        take_varint(&q, qend, 0x18, &rl->address);
+    }
     while (q < qend) {
+        if (q[0] == 0x22 && qend - q >= 2 && q[1] < 0x80 && q[1] <= qend - q - 2) { /* 22 LL, in bounds */
+            if (wire_flat(q + 2, q[1], 3, 0, v) != 0 || ++rl->nlines > lim->max_lines)
+                return WALK_BAD;
+            *PUSH(&sc->v[V_LINES], rawline_t) = (rawline_t){v[1], (int64_t)v[2], (int64_t)v[3]};
+            q += 2 + q[1];
+            continue;
+        }
+        if (take_varint(&q, qend, 0x10, &rl->mapping_id))
+            continue;
         if (walk_field(&q, qend, &g) != 0)
             return WALK_BAD;
         switch (g.num) {
@@ -1276,6 +1340,14 @@ static int walk_profile(scratch_t *sc, const uint8_t *buf, size_t len, const ps_
 
     memset(w, 0, sizeof(*w));
     while (p < end) {
+        /* a sample or a location of fewer than 128 bytes: its length and bounds checked here */
+        if ((p[0] == 0x12 || p[0] == 0x22) && end - p >= 2 && p[1] < 0x80 && p[1] <= end - p - 2) {
+            if (p[0] == 0x12 ? vs[V_SAMPLES].n >= lim->max_samples || walk_sample(sc, lim, p + 2, p[1]) != 0
+                             : vs[V_LOCS].n >= lim->max_locations || walk_location(sc, lim, p + 2, p[1]) != 0)
+                return WALK_BAD;
+            p += 2 + p[1];
+            continue;
+        }
         if (walk_field(&p, end, &f) != 0)
             return WALK_BAD;
         if (f.num <= 6 || f.num == 11) {
@@ -1559,14 +1631,15 @@ static int wire_error(const uint8_t *buf, size_t len, const ps_pprof_limits_t *l
     return rc;
 }
 
-/* Step 1: gunzip (or the size check). */
-static int inflate(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, const uint8_t **buf,
-                   size_t *len, ps_err_t *err)
+/* Step 1: gunzip (or the size check); temp: into the thread's buffer (ps_gunzip_temp) where
+ * libdeflate takes the stream. */
+static int inflate(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, bool temp,
+                   const uint8_t **buf, size_t *len, ps_err_t *err)
 {
     *buf = data;
     *len = n;
     if (ps_is_gzip(data, n))
-        return ps_gunzip(data, n, lim->max_inflated, arena, buf, len, err);
+        return (temp ? ps_gunzip_temp : ps_gunzip)(data, n, lim->max_inflated, arena, buf, len, err);
     if (n > lim->max_inflated)
         return ps_err_set(err, PS_ETOOBIG, "profile is %zu bytes, more than %zu (max_inflated)", n, lim->max_inflated);
     return 0;
@@ -1595,11 +1668,14 @@ int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
         ps_pprof_limits_default(&deflim);
         lim = &deflim;
     }
-    int rc = inflate(data, n, lim, arena, &buf, &len, err);
+    /* the inflated bytes are the thread's: the profile keeps nothing of them (walk_finish copies
+     * the strings), so the next decode inflates into the same memory, still in this core's cache */
+    int rc = inflate(data, n, lim, arena, true, &buf, &len, err);
     /* the one walk; what it refuses, the scan and then the deep scan name as the steps apart did */
     if (rc == 0 && (rc = walk_decode(buf, len, lim, arena, out, err)) == WALK_BAD &&
         (rc = scan_alone(buf, len, lim, err)) == 0)
         rc = wire_error(buf, len, lim, err);
+    ps_gunzip_temp_done();
     if (rc != 0)
         memset(out, 0, sizeof(*out));
     return rc;
@@ -1608,7 +1684,7 @@ int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
 int ps_pprof_scan(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, const uint8_t **buf,
                   size_t *len, ps_err_t *err)
 {
-    int rc = inflate(data, n, lim, arena, buf, len, err);
+    int rc = inflate(data, n, lim, arena, false, buf, len, err);
     return rc != 0 ? rc : scan_alone(*buf, *len, lim, err);
 }
 

@@ -7,9 +7,9 @@
  * must give the same code, the same message and the same profile field by field -- unless
  * protobuf-c ran out of its allocation budget, which the direct decoder does not have. A success
  * is re-encoded (raw or gzipped, chosen by the input) and decoded again, which must succeed and
- * give back the same profile. Gunzip too is differential: ps_gunzip (libdeflate) must answer as
- * ps_gunzip_zlib (zlib's streaming inflate) does, code, message and bytes. Built and run by
- * build.sh / run.sh in this folder.
+ * give back the same profile. Gunzip too is differential: ps_gunzip (libdeflate) and ps_gunzip_temp
+ * (into the thread's buffer) must answer as ps_gunzip_zlib (zlib's streaming inflate) does, code,
+ * message and bytes. Built and run by build.sh / run.sh in this folder.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -108,6 +108,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(r1 == r2 && strcmp(err.msg, rerr.msg) == 0, "ps_gunzip %d \"%s\", zlib %d \"%s\"", r1, err.msg, r2,
               rerr.msg);
         CHECK(n1 == n2 && (n1 == 0 || memcmp(g1, g2, n1) == 0), "gunzip output %zu vs %zu bytes", n1, n2);
+        const uint8_t *g3 = NULL; /* into the thread's buffer (ps_pprof_decode's): the same answer */
+        size_t n3 = 0;
+        ps_err_t terr;
+        ps_err_clear(&terr);
+        int r3 = ps_gunzip_temp(data, size, lim.max_inflated, &arena, &g3, &n3, &terr);
+        CHECK(r3 == r2 && strcmp(terr.msg, rerr.msg) == 0, "ps_gunzip_temp %d \"%s\", zlib %d \"%s\"", r3, terr.msg,
+              r2, rerr.msg);
+        CHECK(n3 == n2 && (n3 == 0 || memcmp(g3, g2, n3) == 0), "gunzip_temp output %zu vs %zu bytes", n3, n2);
+        ps_gunzip_temp_done();
         ps_arena_reset(&arena);
         ps_err_clear(&err);
         ps_err_clear(&rerr);

@@ -932,6 +932,19 @@ static int gunzip_same(const uint8_t *in, size_t n, size_t max_out)
     if (r1 == 0 && n1 > 0)
         assert_memory_equal(o1, o2, n1);
     assert_int_equal(ps_inflate_budget_reserved(), 0);
+    /* and into the thread's buffer: the same answer */
+    const uint8_t *o3 = NULL;
+    size_t n3 = 0;
+    ps_err_t e3;
+    ps_err_clear(&e3);
+    int r3 = ps_gunzip_temp(in, n, max_out, &b, &o3, &n3, &e3);
+    if (r3 != r2 || strcmp(e3.msg, e2.msg) != 0)
+        fail_msg("%zu bytes, max %zu: ps_gunzip_temp %d \"%s\", zlib %d \"%s\"", n, max_out, r3, e3.msg, r2, e2.msg);
+    assert_int_equal(n3, n2);
+    if (r3 == 0 && n3 > 0)
+        assert_memory_equal(o3, o2, n3);
+    ps_gunzip_temp_done();
+    assert_int_equal(ps_inflate_budget_reserved(), 0);
     ps_arena_dispose(&a);
     ps_arena_dispose(&b);
     return r1;
@@ -2139,6 +2152,363 @@ static void test_one_walk_threads(void **state)
         free(data[i]);
 }
 
+
+/* ---- branch i27dc: the thread's inflate buffer, strings' last word, Go's labels and locations ---- */
+
+/* ps_gunzip_temp inflates into one buffer a thread keeps (up to 256 KiB between calls): the same
+ * bytes as ps_gunzip, the same memory from one call to the next, a new buffer when it must grow
+ * (a member bigger than ISIZE said) and after one past 256 KiB; zlib's fallback into the arena. */
+static void test_gunzip_temp(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    const uint8_t *raw, *o1, *o2;
+    size_t nraw, n1, n2, ngz;
+    ps_err_t err;
+    uint8_t *gz = ps_test_read_fixture("go/cpu-01.pb.gz", &ngz);
+    assert_int_equal(ps_gunzip_zlib(gz, ngz, 64u << 20, &a, &raw, &nraw, &err), 0);
+    assert_int_equal(nraw, 24977);
+    assert_int_equal(ps_gunzip_temp(gz, ngz, 64u << 20, &a, &o1, &n1, &err), 0);
+    assert_int_equal(n1, nraw);
+    assert_memory_equal(o1, raw, nraw);
+    assert_true(o1 < raw || o1 >= raw + nraw);
+    size_t used = a.used_total;
+    ps_gunzip_temp_done();
+    assert_int_equal(ps_gunzip_temp(gz, ngz, 64u << 20, &a, &o2, &n2, &err), 0);
+    assert_ptr_equal(o2, o1); /* the thread's buffer again */
+    assert_int_equal(a.used_total, used); /* nothing of it in the arena */
+    assert_memory_equal(o2, raw, nraw);
+    ps_gunzip_temp_done();
+
+    /* 2 MiB of zeros in two members: ISIZE (the last's) says 1 MiB, the buffer grows; after the
+     * call it is freed (past 256 KiB), and a small stream gets a new one */
+    size_t zn = 1u << 20, g1n;
+    uint8_t *zeros = calloc(1, zn), *g1 = gzip_bytes(zeros, zn, &g1n);
+    ps_buf_t two = PS_BUF_INIT;
+    ps_buf_append(&two, g1, g1n);
+    ps_buf_append(&two, g1, g1n);
+    assert_int_equal(ps_gunzip_temp(two.data, two.len, 64u << 20, &a, &o1, &n1, &err), 0);
+    assert_int_equal(n1, 2 * zn);
+    for (size_t i = 0; i < n1; i++)
+        if (o1[i] != 0)
+            fail_msg("byte %zu is %u", i, o1[i]);
+    assert_int_equal(ps_inflate_budget_reserved(), 0);
+    const uint8_t *big = o1;
+    ps_gunzip_temp_done(); /* frees the 2 MiB (a mapping of its own) */
+    assert_int_equal(ps_gunzip_temp(gz, ngz, 64u << 20, &a, &o2, &n2, &err), 0);
+    assert_ptr_not_equal(o2, big); /* from malloc's heap */
+    assert_memory_equal(o2, raw, nraw);
+    /* over the limit, as ps_gunzip words it */
+    assert_int_equal(ps_gunzip_temp(two.data, two.len, zn + 5, &a, &o1, &n1, &err), PS_ETOOBIG);
+    assert_string_equal(err.msg, "decompressed body exceeds 1048581 bytes");
+    assert_int_equal(ps_inflate_budget_reserved(), 0);
+    ps_gunzip_temp_done();
+
+    /* a member with a header CRC goes to zlib: its output is the arena's */
+    ps_buf_t hc = PS_BUF_INIT;
+    gzip_member(&hc, "hello", 5, 0x02, true);
+    used = a.used_total;
+    assert_int_equal(ps_gunzip_temp(hc.data, hc.len, 100, &a, &o1, &n1, &err), 0);
+    assert_int_equal(n1, 5);
+    assert_memory_equal(o1, "hello", 5);
+    assert_true(a.used_total > used);
+    ps_gunzip_temp_done();
+
+    free(zeros), free(g1), free(gz);
+    ps_buf_dispose(&two), ps_buf_dispose(&hc);
+    ps_arena_dispose(&a);
+}
+
+/* Strings are checked 8 bytes at a time, the last 1-7 in the word that ends the string: a NUL,
+ * a byte that is not UTF-8, or a valid 2-byte character at every offset of strings of 1 to 40
+ * bytes, each decoded by both decoders (errors word for word) with the expected answer. */
+static void test_string_every_offset(void **state)
+{
+    (void)state;
+    static const struct {
+        uint8_t b[2];
+        size_t n;
+        int code;
+        const char *msg;
+    } bad[] = {
+        {{0x00}, 1, PS_EINVAL, "string_table[3] contains a NUL byte"},
+        {{0x80}, 1, PS_EINVAL, "string_table[3] is not valid UTF-8"},
+        {{0xff}, 1, PS_EINVAL, "string_table[3] is not valid UTF-8"},
+        {{0xc3, 0xa9}, 2, 0, NULL}, /* é */
+        {{0x7f}, 1, 0, NULL},
+    };
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    char s[48];
+    for (size_t n = 1; n <= 40; n++) {
+        for (size_t k = 0; k < n; k++) {
+            for (size_t j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
+                if (k + bad[j].n > n)
+                    continue;
+                memset(s, 'a', n);
+                memcpy(s + k, bad[j].b, bad[j].n);
+                ps_buf_t b = PS_BUF_INIT;
+                base_profile(&b);
+                pw_bytes(&b, 6, s, n);
+                int rc = both(&b, &a, &p, &err);
+                if (rc != bad[j].code)
+                    fail_msg("%zu bytes, byte %02x at %zu: %d \"%s\"", n, bad[j].b[0], k, rc, err.msg);
+                if (rc != 0) {
+                    assert_string_equal(err.msg, bad[j].msg);
+                } else {
+                    assert_int_equal(p.nstrings, 4);
+                    assert_int_equal(p.strings[3].len, n);
+                    assert_memory_equal(p.strings[3].ptr, s, n);
+                }
+                ps_buf_dispose(&b);
+                ps_arena_reset(&a);
+            }
+        }
+    }
+    /* a NUL after a non-ASCII byte in the last word: the NUL is the answer (the first question) */
+    ps_buf_t b = PS_BUF_INIT;
+    base_profile(&b);
+    pw_bytes(&b, 6, "abcdefghij\xc3\xa9k\0", 14);
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "string_table[3] contains a NUL byte");
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
+/* A sample of base_profile's one type, value 5, with the given label bytes (field 3). */
+static void sample_with_labels(ps_buf_t *b, const uint8_t *lab, size_t n)
+{
+    ps_buf_t m = PS_BUF_INIT;
+    pw_varint(&m, 2, 5);
+    ps_buf_append(&m, lab, n);
+    pw_msg(b, 2, &m);
+}
+
+/* The profile of one such sample, decoded by both decoders alike into *p (from a). */
+static void decode_labels(ps_arena_t *a, ps_profile_t *p, const uint8_t *lab, size_t n)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_err_t err;
+    base_profile(&b);
+    sample_with_labels(&b, lab, n);
+    if (both(&b, a, p, &err) != 0)
+        fail_msg("%s", err.msg);
+    ps_buf_dispose(&b);
+}
+
+/* Go's label {key, str} of one-byte indexes (1a 04 08 kk 10 ss) is read without the field reader:
+ * the same labels as the reference decoder's, and every near miss (a two-byte index, other
+ * fields, another order, a length that is not 4, a label cut short, more than max_labels) read
+ * the usual way, with the same answers. */
+static void test_go_labels(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    ps_buf_t b = PS_BUF_INIT;
+
+    static const uint8_t two[] = {0x1a, 4, 0x08, 1, 0x10, 2, 0x1a, 4, 0x08, 2, 0x10, 1};
+    decode_labels(&a, &p, two, sizeof(two));
+    assert_int_equal(p.nsamples, 1);
+    assert_int_equal(p.samples[0].nlabels, 2);
+    assert_int_equal(p.samples[0].labels[0].key, 1);
+    assert_int_equal(p.samples[0].labels[0].str, 2);
+    assert_int_equal(p.samples[0].labels[0].num, 0);
+    assert_int_equal(p.samples[0].labels[1].key, 2);
+    assert_int_equal(p.samples[0].labels[1].str, 1);
+    assert_int_equal(p.samples[0].values[0], 5);
+    ps_arena_reset(&a);
+
+    static const struct {
+        uint8_t lab[12];
+        size_t n;
+        int code;
+        const char *msg;
+    } cases[] = {
+        {{0x1a, 4, 0x08, 0x7f, 0x10, 1}, 6, PS_EINVAL,
+         "sample[0].label[0].key: string index 127 out of range (string_table has 3 entries)"},
+        {{0x1a, 4, 0x08, 1, 0x10, 0x7f}, 6, PS_EINVAL,
+         "sample[0].label[0].str: string index 127 out of range (string_table has 3 entries)"},
+        {{0x1a, 5, 0x08, 0x81, 0x00, 0x10, 1}, 7, 0, NULL},           /* key 1 in two bytes */
+        {{0x1a, 4, 0x08, 0x81, 0x10, 1}, 6, 0, NULL},                 /* key 0x81 0x10 = 2049, then 01: refused */
+        {{0x1a, 4, 0x10, 2, 0x08, 1}, 6, 0, NULL},                    /* str first */
+        {{0x1a, 4, 0x08, 1, 0x18, 2}, 6, 0, NULL},                    /* num, not str */
+        {{0x1a, 4, 0x08, 1, 0x20, 2}, 6, 0, NULL},                    /* num_unit 2 */
+        {{0x1a, 6, 0x08, 1, 0x10, 2, 0x18, 9}, 8, 0, NULL},           /* and a num */
+        {{0x1a, 2, 0x08, 1}, 4, 0, NULL},                             /* a key alone */
+        {{0x1a, 4, 0x08, 1, 0x10}, 5, PS_EINVAL, NULL},               /* cut short */
+        {{0x1a, 4, 0x08, 1, 0x12, 2}, 6, PS_EINVAL, NULL},            /* str as bytes */
+        {{0x1a, 4, 0x08, 1, 0x10, 2, 0x1a}, 7, PS_EINVAL, NULL},      /* a next label's tag alone */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        base_profile(&b);
+        sample_with_labels(&b, cases[i].lab, cases[i].n);
+        int rc = both(&b, &a, &p, &err);
+        if (i == 3) { /* 08 81 10 is key 2049: out of range */
+            assert_int_equal(rc, PS_EINVAL);
+        } else if (cases[i].code == 0) {
+            if (rc != 0)
+                fail_msg("case %zu: %d \"%s\"", i, rc, err.msg);
+        } else {
+            assert_int_equal(rc, cases[i].code);
+            if (cases[i].msg != NULL)
+                assert_string_equal(err.msg, cases[i].msg);
+        }
+        ps_buf_dispose(&b);
+        ps_arena_reset(&a);
+    }
+    /* the values each case above decodes to, where it decodes */
+    decode_labels(&a, &p, cases[2].lab, cases[2].n);
+    assert_int_equal(p.samples[0].labels[0].key, 1);
+    assert_int_equal(p.samples[0].labels[0].str, 1);
+    ps_arena_reset(&a);
+    decode_labels(&a, &p, cases[7].lab, cases[7].n);
+    assert_int_equal(p.samples[0].labels[0].str, 2);
+    assert_int_equal(p.samples[0].labels[0].num, 9);
+    ps_arena_reset(&a);
+
+    /* max_labels counts the labels read without the field reader too */
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    lim.max_labels = 2;
+    static const uint8_t three[] = {0x1a, 4, 0x08, 1, 0x10, 2, 0x1a, 4, 0x08, 2, 0x10, 1, 0x1a, 4, 0x08, 1, 0x10, 1};
+    base_profile(&b);
+    sample_with_labels(&b, three, sizeof(three));
+    assert_int_equal(decoders_agree(b.data, b.len, &lim), PS_ETOOBIG);
+    ps_err_clear(&err);
+    assert_int_equal(ps_pprof_decode(b.data, b.len, &lim, &a, &p, &err), PS_ETOOBIG);
+    assert_string_equal(err.msg, "sample[0] has more than 2 labels (max_labels)");
+    ps_arena_reset(&a);
+    /* the sample's length one label past the end */
+    assert_int_equal(ps_pprof_decode(b.data, b.len - 6, &lim, &a, &p, &err), PS_EINVAL);
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
+/* A location with mapping 1 and function 1 defined (base_profile plus both), its bytes given. */
+static void location_profile(ps_buf_t *b, const uint8_t *loc, size_t n)
+{
+    ps_buf_t m = PS_BUF_INIT;
+    base_profile(b);
+    pw_varint(&m, 1, 1), pw_varint(&m, 5, 1), pw_msg(b, 3, &m); /* mapping 1, filename "s" */
+    pw_varint(&m, 1, 1), pw_varint(&m, 2, 2), pw_msg(b, 5, &m); /* function 1, name "c" */
+    pw_bytes(b, 4, loc, n);
+}
+
+/* Go's location (id, mapping_id, address, then its lines) is read in that order without the
+ * field loop, and lines, locations and samples of fewer than 128 bytes without the field reader:
+ * the same locations as the reference decoder's for Go's order and every other (repeated fields:
+ * the last wins), ids of 1 to 10 bytes, cut short, lines of every length from 0 to 127 (their
+ * locations 4 to 131 bytes) and one past the end. */
+static void test_go_locations(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    ps_buf_t b = PS_BUF_INIT;
+
+    /* pprof's order, then the Go runtime's (the mapping last) */
+    static const uint8_t pprof_order[] = {0x08, 1, 0x10, 1, 0x18, 0xc0, 0xa5, 0x9a, 0x02, 0x22, 4, 0x08, 1, 0x10, 42};
+    static const uint8_t go_order[] = {0x08, 1, 0x18, 0xc0, 0xa5, 0x9a, 0x02, 0x22, 4, 0x08, 1, 0x10, 42, 0x10, 1};
+    for (int k = 0; k < 2; k++) {
+        location_profile(&b, k == 0 ? pprof_order : go_order, k == 0 ? sizeof(pprof_order) : sizeof(go_order));
+        assert_int_equal(both(&b, &a, &p, &err), 0);
+        assert_int_equal(p.nlocations, 1);
+        assert_int_equal(p.locations[0].mapping, 1);
+        assert_int_equal(p.locations[0].address, 0x4692c0);
+        assert_int_equal(p.locations[0].nlines, 1);
+        assert_int_equal(p.locations[0].lines[0].function, 1);
+        assert_int_equal(p.locations[0].lines[0].line, 42);
+        ps_buf_dispose(&b);
+        ps_arena_reset(&a);
+    }
+
+    static const struct {
+        uint8_t loc[24];
+        size_t n;
+        uint64_t address; /* when it decodes */
+    } cases[] = {
+        {{0x08, 1, 0x10, 1, 0x18, 5, 0x18, 7}, 8, 7},                 /* address twice: the last */
+        {{0x08, 1, 0x10, 1, 0x18, 5, 0x08, 1, 0x18, 6}, 10, 6},       /* id again, after */
+        {{0x10, 1, 0x08, 1, 0x18, 3}, 6, 3},                           /* mapping first */
+        {{0x18, 3, 0x10, 1, 0x08, 1}, 6, 3},                           /* reversed */
+        {{0x08, 1, 0x18, 3}, 4, 3},                                    /* no mapping */
+        /* a mapping of 10 bytes last */
+        {{0x08, 1, 0x18, 3, 0x10, 1, 0x10, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 16, 3},
+        {{0x08, 1, 0x18, 3, 0x22, 2, 0x08, 1, 0x10, 1, 0x18, 4}, 12, 4}, /* Go's order, an address again */
+        {{0x08, 1, 0x10, 1}, 4, 0},                                    /* no address */
+        {{0x08, 1}, 2, 0},
+        {{0x08, 0x81, 0x80, 0x80, 0x80, 0x00, 0x10, 1, 0x18, 4}, 10, 4}, /* id 1 in 5 bytes */
+        {{0x08, 0x81, 0x80, 0x80, 0x80, 0x80, 0x00, 0x10, 1, 0x18, 4}, 11, 4}, /* and in 6 */
+        {{0x08, 1, 0x10, 1, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 15, UINT64_MAX},
+        {{0x08, 1, 0x10, 1, 0x18, 3, 0x28, 1}, 8, 3},                 /* is_folded */
+        {{0x08, 1, 0x10, 1, 0x18, 3, 0x22, 0}, 8, 3},                 /* an empty line */
+        {{0x08, 1, 0x10, 1, 0x18, 3, 0x22, 2, 0x10, 9, 0x22, 2, 0x08, 1}, 14, 3}, /* two lines */
+        {{0x08, 1, 0x10, 1, 0x18, 3, 0x22, 0x82, 0x00, 0x10, 7}, 11, 3}, /* a line's length in two bytes */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        location_profile(&b, cases[i].loc, cases[i].n);
+        int rc = both(&b, &a, &p, &err);
+        if (rc != 0)
+            fail_msg("case %zu: %d \"%s\"", i, rc, err.msg);
+        assert_int_equal(p.locations[0].address, cases[i].address);
+        ps_buf_dispose(&b);
+        ps_arena_reset(&a);
+        /* each cut short by 1 to n - 1 bytes: the location's length says so (both decoders agree) */
+        for (size_t cut = 1; cut < cases[i].n; cut++) {
+            location_profile(&b, cases[i].loc, cases[i].n - cut);
+            both(&b, &a, &p, &err);
+            ps_buf_dispose(&b);
+            ps_arena_reset(&a);
+        }
+    }
+    /* a 5-byte id whose fifth byte goes on: a 6-byte varint, read by the loop */
+    static const uint8_t id6[] = {0x08, 0x81, 0x80, 0x80, 0x80, 0x80, 0x01, 0x10, 1};
+    location_profile(&b, id6, sizeof(id6));
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.locations[0].mapping, 1);
+    ps_buf_dispose(&b);
+    ps_arena_reset(&a);
+    /* lines of 0 to 127 bytes (unknown field 9 filling the rest), and their length one past the end */
+    uint8_t loc[160];
+    for (size_t len = 0; len < 128; len++) {
+        size_t n = 0;
+        loc[n++] = 0x08, loc[n++] = 1, loc[n++] = 0x22, loc[n++] = (uint8_t)len;
+        if (len >= 2)
+            loc[n++] = 0x10, loc[n++] = (uint8_t)len; /* line = len */
+        if (len >= 4) { /* unknown field 9 fills the rest */
+            loc[n++] = 0x4a, loc[n++] = (uint8_t)(len - 4);
+            memset(loc + n, 'x', len - 4);
+            n += len - 4;
+        } else if (len == 1 || len == 3) {
+            loc[n++] = 0x4a; /* a tag cut short: refused */
+        }
+        location_profile(&b, loc, n);
+        int rc = both(&b, &a, &p, &err);
+        if (len == 1 || len == 3) {
+            assert_int_equal(rc, PS_EINVAL);
+        } else {
+            if (rc != 0)
+                fail_msg("a line of %zu bytes: %d \"%s\"", len, rc, err.msg);
+            assert_int_equal(p.locations[0].nlines, 1);
+            assert_int_equal(p.locations[0].lines[0].line, len >= 2 ? (int64_t)len : 0);
+        }
+        /* the profile cut by a byte: the location's length (4 to 131 bytes) one past its end */
+        ps_arena_reset(&a);
+        assert_int_equal(decoders_agree(b.data, b.len - 1, NULL), PS_EINVAL);
+        ps_buf_dispose(&b);
+        ps_arena_reset(&a);
+        location_profile(&b, loc, n - 1); /* the line's length one past the location's end */
+        assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+        ps_buf_dispose(&b);
+        ps_arena_reset(&a);
+    }
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2173,6 +2543,10 @@ int main(void)
         cmocka_unit_test(test_one_walk_first_error),
         cmocka_unit_test(test_one_walk_strings),
         cmocka_unit_test(test_one_walk_threads),
+        cmocka_unit_test(test_gunzip_temp),
+        cmocka_unit_test(test_string_every_offset),
+        cmocka_unit_test(test_go_labels),
+        cmocka_unit_test(test_go_locations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
