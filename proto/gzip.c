@@ -258,6 +258,8 @@ static int gunzip_deflate(const uint8_t *in, size_t n, size_t max_out, ps_arena_
 Exit:
     if (!temp)
         ps_arena_big_free(buf);
+    else if (rc != 0) /* a refused member's room is given back before its budget, as the arena's block is */
+        ps_gunzip_temp_done();
     if (reserved > 0)
         ps_inflate_release(reserved);
     if (!keep)
