@@ -1253,26 +1253,13 @@ static inline __attribute__((always_inline)) bool take_varint(const uint8_t **pp
                                                               uint64_t *u)
 {
     const uint8_t *p = *pp;
-    size_t rem = (size_t)(end - p);
-    if (rem < 2 || p[0] != tag)
+    if (end - p < 2 || p[0] != tag)
         return false;
-    uint64_t v = p[1];
-    if (v < 0x80) {
-        *u = v;
-        *pp = p + 2;
-        return true;
-    }
-    size_t max = rem - 1 < 5 ? rem - 1 : 5;
-    v &= 0x7f;
-    for (size_t i = 1; i < max; i++) {
-        v |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
-        if (p[1 + i] < 0x80) {
-            *u = v;
-            *pp = p + 2 + i;
-            return true;
-        }
-    }
-    return false;
+    const uint8_t *q = p + 1, *stop = end - q > 5 ? q + 5 : end;
+    if (read_uvarint(&q, stop, u) != 0)
+        return false;
+    *pp = q;
+    return true;
 }
 
 static int walk_location(scratch_t *sc, const ps_pprof_limits_t *lim, const uint8_t *q, size_t n)
